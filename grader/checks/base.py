@@ -1,0 +1,84 @@
+"""What a check is: stages to run in the sandbox, and a verdict computed from their outputs."""
+import zlib
+from dataclasses import dataclass, field
+
+import torch
+
+from ..configs import FIRST_ORDINARY, check_config
+from ..results import CheckResult, StageOutcome, failed, passed
+from ..source import Source
+
+
+@dataclass
+class Stage:
+    """One forked child in the sandbox: which probe, on which inputs, with which parameters."""
+    key: str
+    probe: str
+    inputs: dict
+    params: dict = field(default_factory=dict)
+    input_from: str | None = None
+
+
+@dataclass
+class Context:
+    """What every check may read: the seed, the track and the static source."""
+    seed: int
+    source: Source
+
+    @property
+    def track(self) -> str | None:
+        """The submission's TRACK, when it is valid."""
+        return self.source.track
+
+    def generator(self, check_id: str) -> torch.Generator:
+        """A generator seeded by the grading seed and the check, so checks draw independent inputs."""
+        return torch.Generator().manual_seed(self.seed * 1_000_003 + zlib.crc32(check_id.encode()))
+
+    def model_params(self, **extra) -> dict:
+        """Probe parameters for a model check: track, config and seed."""
+        return {"track": self.track, "config": check_config(self.track), "seed": self.seed % (2 ** 31), **extra}
+
+    def tokens(self, gen: torch.Generator, *shape) -> torch.Tensor:
+        """Ordinary token IDs (no specials)."""
+        return torch.randint(FIRST_ORDINARY, check_config(self.track)["vocab_size"], shape, generator=gen)
+
+
+class Verdict:
+    """Collects the problems one check finds, then becomes a CheckResult."""
+
+    def __init__(self, check_id: str):
+        self.check_id = check_id
+        self.problems: list[str] = []
+        self.metrics: dict = {}
+
+    def problem(self, message: str | None) -> bool:
+        """Record a problem if there is one; return whether there was."""
+        if message:
+            self.problems.append(message)
+        return bool(message)
+
+    def result(self, ok_message: str) -> CheckResult:
+        """pass with ok_message, or fail with the first problem as the message and all as details."""
+        if not self.problems:
+            return passed(self.check_id, ok_message, **self.metrics)
+        more = len(self.problems) - 1
+        message = self.problems[0] + (f" (and {more} more problem{'s' * (more > 1)})" if more else "")
+        return failed(self.check_id, message, self.problems, **self.metrics)
+
+
+def raised_problem(outcome: StageOutcome, fact: str, call: str, expected: str = "ValueError") -> str | None:
+    """A message when the probe's recorded call did not raise the expected exception."""
+    info = outcome.facts.get(fact)
+    if not isinstance(info, dict):
+        return f"{call} was not observed"
+    got = info.get("raised")
+    if got == expected:
+        return None
+    if got is None:
+        return f"{call} should raise {expected} but returned normally"
+    return f"{call} should raise {expected} but raised {got}: {str(info.get('message', ''))[:200]}"
+
+
+def output(outcome: StageOutcome, key: str) -> torch.Tensor | None:
+    """A named output tensor, or None if the stage did not return it."""
+    return outcome.tensors.get(key)

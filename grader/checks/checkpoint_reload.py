@@ -1,0 +1,42 @@
+"""checkpoint_reload: the state dict, rebuilt in a fresh process under another seed, gives the same logits."""
+from .. import tolerances as tol
+from ..compare import mismatch, nonfinite, shape_problem
+from ..configs import check_config
+from .base import Stage, Verdict
+from .batches import model_batch
+
+ID = "checkpoint_reload"
+NEEDS_TRACK = True
+B, T = 2, 8
+AXES = ("batch", "position", "vocab")
+SAVE, LOAD = ID + ".save", ID + ".load"
+
+
+def plan(ctx):
+    """Stage one builds and saves; stage two, a fresh child with another seed, rebuilds and loads strictly."""
+    inputs = model_batch(ctx, ctx.generator(ID), B, T)
+    other_seed = (ctx.seed * 7919 + 17) % (2 ** 31)
+    return [Stage(SAVE, "checkpoint_save", inputs, ctx.model_params()),
+            Stage(LOAD, "checkpoint_load", inputs, ctx.model_params(seed=other_seed), input_from=SAVE)]
+
+
+def verdict(ctx, stages, outcomes):
+    """The reloaded logits must equal the original ones."""
+    before, after = outcomes[SAVE].tensors.get("logits"), outcomes[LOAD].tensors.get("logits")
+    v = Verdict(ID)
+    vocab = check_config(ctx.track)["vocab_size"]
+    if v.problem(shape_problem(before, (B, T, vocab), "the logits", "(B, T, V)")
+                 or nonfinite(before, "the logits", AXES)):
+        return v.result("")
+    if v.problem(shape_problem(after, before.shape, "the reloaded model's logits", "the original shape")):
+        return v.result("")
+    miss = mismatch(after, before, axes=AXES, **tol.RELOAD)
+    if miss:
+        v.problem(miss.describe("logits after state_dict reload in a fresh process (other seed) against before") +
+                  ": something the forward pass uses is not in the state dict (a plain tensor attribute, a "
+                  "non-persistent buffer drawn at random, or state kept at module level)")
+        v.metrics.update(miss.metrics())
+    keys = [k for k in outcomes[SAVE].tensors if k.startswith("state/")]
+    v.metrics["state_entries"] = len(keys)
+    return v.result(f"the {len(keys)}-entry state dict, loaded with strict=True into a model built in a fresh "
+                    "process under another seed, gives identical logits")

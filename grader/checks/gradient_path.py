@@ -1,0 +1,47 @@
+"""gradient_path: one backward pass reaches every trainable parameter with a finite, nonzero gradient."""
+import torch
+
+from ..configs import check_config
+from .base import Stage, Verdict
+from .batches import model_batch
+
+ID = "gradient_path"
+NEEDS_TRACK = True
+B, T = 2, 7
+
+
+def plan(ctx):
+    """A batch and a random weighting of the logits, so the loss touches every output."""
+    gen = ctx.generator(ID)
+    inputs = model_batch(ctx, gen, B, T)
+    inputs["weight"] = torch.randn(B, T, check_config(ctx.track)["vocab_size"], generator=gen, dtype=torch.float64)
+    return [Stage(ID, "gradient", inputs, ctx.model_params())]
+
+
+def verdict(ctx, stages, outcomes):
+    """Name every parameter that got no gradient, a non-finite one, or only zeros."""
+    out = outcomes[ID]
+    trainable, no_grad = out.facts.get("trainable"), out.facts.get("no_grad")
+    v = Verdict(ID)
+    if not isinstance(trainable, list) or not isinstance(no_grad, list):
+        v.problem("the probe did not report the parameters (was it tampered with?)")
+        return v.result("")
+    if not trainable:
+        v.problem("the model has no trainable parameters")
+    none, bad, zero = [str(n) for n in no_grad], [], []
+    for name in trainable:
+        if name in none:
+            continue
+        grad = out.tensors.get("grad/" + str(name))
+        if grad is None:
+            none.append(str(name))
+        elif not torch.isfinite(grad).all():
+            bad.append(str(name))
+        elif not (grad != 0).any():
+            zero.append(str(name))
+    v.problem(none and f"no gradient reached {', '.join(none[:6])}{' …' if len(none) > 6 else ''}: "
+              "is it detached (.detach(), torch.no_grad, .data) or unused in forward?")
+    v.problem(bad and f"non-finite gradient in {', '.join(bad[:6])}")
+    v.problem(zero and f"the gradient of {', '.join(zero[:6])} is zero everywhere: is its output masked out or multiplied by 0?")
+    v.metrics.update(parameters=len(trainable), without_gradient=len(none), nonfinite=len(bad), all_zero=len(zero))
+    return v.result(f"all {len(trainable)} trainable parameters get a finite, nonzero gradient from one backward pass")

@@ -1,0 +1,56 @@
+"""padding: other IDs at padded positions, same mask, leave the outputs at real positions unchanged."""
+import torch
+
+from .. import tolerances as tol
+from ..compare import mismatch, shape_problem
+from ..configs import SPECIAL, check_config
+from .base import Stage, Verdict
+from .batches import source_batch, target_batch
+
+ID = "padding"
+NEEDS_TRACK = True
+B, T = 3, 8
+AXES = ("batch", "position", "vocab")
+
+
+def plan(ctx):
+    """Track B: right, left and middle padding in one batch; Track A: padded sources. Then new pad IDs."""
+    gen = ctx.generator(ID)
+    if ctx.track == "lm":
+        ids = ctx.tokens(gen, B, T)
+        mask = torch.ones(B, T, dtype=torch.bool)
+        mask[0, T - 3:] = False  # right padding
+        mask[1, :2] = False  # left padding
+        mask[2, 3:5] = False  # padding in the middle
+        inputs = {"ids": ids.masked_fill(~mask, SPECIAL["pad_id"]), "mask": mask}
+        inputs["ids_alt"] = torch.where(mask, ids, ctx.tokens(gen, B, T))
+    else:
+        inputs = source_batch(ctx, gen, B, T - 1, [0, 3, 1])
+        inputs["src_alt"] = torch.where(inputs["src_mask"], inputs["src"], ctx.tokens(gen, B, T - 1))
+        inputs["tgt"] = target_batch(ctx, gen, B, T)
+    return [Stage(ID, "padding", inputs, ctx.model_params())]
+
+
+def verdict(ctx, stages, outcomes):
+    """Compare at real positions only (outputs at padded queries are unspecified)."""
+    inputs, out = stages[ID].inputs, outcomes[ID]
+    vocab = check_config(ctx.track)["vocab_size"]
+    v = Verdict(ID)
+    base, other = out.tensors.get("base"), out.tensors.get("other")
+    if v.problem(shape_problem(base, (B, T, vocab), "the logits", "(B, T, V)")
+                 or shape_problem(other, (B, T, vocab), "the logits with other pad IDs", "(B, T, V)")):
+        return v.result("")
+    real = inputs["mask"] if ctx.track == "lm" else torch.ones(B, T, dtype=torch.bool)
+    keep = real[..., None].expand_as(base)
+    zero = torch.zeros((), dtype=base.dtype)
+    miss = mismatch(torch.where(keep, other, zero), torch.where(keep, base, zero), axes=AXES, **tol.UNCHANGED)
+    if miss:
+        what = "padded keys" if ctx.track == "lm" else "padded source tokens"
+        v.problem(f"changing only the IDs at padded positions changed the logits at real {miss.location} by "
+                  f"{miss.max_abs:.3g}: {what} are being attended to; mask them out (True = real token), and check "
+                  "the mask is not inverted")
+        v.metrics.update(miss.metrics())
+    elif not torch.isfinite(torch.where(keep, base, zero)).all():
+        v.problem("the logits at real positions contain NaN or infinity when padding is present")
+    where = "right, left and middle padding" if ctx.track == "lm" else "padded sources"
+    return v.result(f"with {where}, other IDs at padded positions leave every real position's logits unchanged")

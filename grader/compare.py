@@ -1,0 +1,72 @@
+"""Tensor comparisons that say what differs, by how much and where, as torch.testing.assert_close does."""
+from dataclasses import dataclass
+
+import torch
+
+
+def where(index, axes) -> str:
+    """Name an element: 'batch 0, head 2, query 3'."""
+    return ", ".join(f"{name} {int(i)}" for name, i in zip(axes, index))
+
+
+@dataclass
+class Mismatch:
+    """The summary of two tensors that are not close."""
+    count: int
+    total: int
+    max_abs: float
+    index: tuple
+    actual: float
+    expected: float
+    axes: tuple
+
+    @property
+    def location(self) -> str:
+        """Where the largest difference is."""
+        return where(self.index, self.axes)
+
+    def describe(self, what: str) -> str:
+        """One sentence for a student."""
+        return (f"{what}: {self.count} of {self.total} values differ; the largest difference is "
+                f"{self.max_abs:.3g} at {self.location} (got {self.actual:.6g}, expected {self.expected:.6g})")
+
+    def metrics(self) -> dict:
+        """The measured numbers."""
+        return {"max_abs_diff": self.max_abs, "mismatched": self.count, "compared": self.total,
+                "worst_index": list(self.index)}
+
+
+def shape_problem(actual: torch.Tensor, shape: tuple, what: str, names: str) -> str | None:
+    """A message when actual is missing or its shape is not the expected one."""
+    if actual is None:
+        return f"{what} was not returned"
+    if tuple(actual.shape) != tuple(shape):
+        return f"{what} has shape {tuple(actual.shape)}, expected {names} = {tuple(shape)}"
+    return None
+
+
+def nonfinite(actual: torch.Tensor, what: str, axes) -> str | None:
+    """A message when actual holds NaN or infinity."""
+    if not actual.is_floating_point():
+        return None
+    bad = ~torch.isfinite(actual)
+    if bad.any():
+        index = tuple(bad.nonzero()[0].tolist())
+        kind = "NaN" if torch.isnan(actual[index]) else "infinity"
+        return f"{what} contains {int(bad.sum())} non-finite values ({kind} first at {where(index, axes)})"
+    return None
+
+
+def mismatch(actual, expected, atol: float, rtol: float, axes) -> Mismatch | None:
+    """None when close (|a - e| <= atol + rtol * |e| everywhere), else where and by how much."""
+    a, e = actual.detach().to(torch.float64), expected.detach().to(torch.float64)
+    diff = (a - e).abs()
+    bad = diff > atol + rtol * e.abs()
+    bad |= torch.isnan(a) != torch.isnan(e)
+    if not bad.any():
+        return None
+    diff = torch.where(torch.isnan(diff), torch.full_like(diff, float("inf")), diff)
+    flat = int(torch.argmax(torch.where(bad, diff, torch.zeros_like(diff))))
+    index = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), diff.shape))
+    return Mismatch(int(bad.sum()), bad.numel(), float(diff[index]), index, float(a[index]), float(e[index]),
+                    tuple(axes))

@@ -1,0 +1,257 @@
+"""Entry point inside the sandbox: import torch once, run each stage in a forked child, stream results.
+
+Usage: python -I main.py JOB_DIR CHANNEL_FD
+
+The parent never imports the submission. Each stage runs in a child forked from this clean parent,
+so a hang, crash or monkeypatch costs that stage only. The channel fd is closed in every child and
+this process is made non-dumpable, so submission code cannot write frames to the judge directly.
+"""
+import ctypes
+import importlib.util
+import json
+import os
+import resource
+import select
+import signal
+import sys
+import time
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import wire  # noqa: E402  (path set just above; the sandbox runs python -I)
+
+PR_SET_DUMPABLE = 4
+STDOUT_EXCERPT = 2000
+LOG_LIMIT = 16 << 20
+
+
+def set_nondumpable() -> None:
+    """Forbid same-uid processes (the children) from opening /proc/<our pid>/fd or ptracing us."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def vm_size_bytes() -> int:
+    """Current virtual memory size of this process."""
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def student_frames(exc: BaseException, path: str) -> list[str]:
+    """The traceback lines that point into the submission file, innermost last."""
+    lines = []
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if frame.filename == path:
+            lines.append(f"line {frame.lineno}, in {frame.name}: {(frame.line or '').strip()}")
+    return lines[-8:]
+
+
+def is_oom(exc: BaseException) -> bool:
+    """True for Python's and torch's out-of-memory errors."""
+    if isinstance(exc, MemoryError):
+        return True
+    text = str(exc)
+    return isinstance(exc, RuntimeError) and ("can't allocate memory" in text or "not enough memory" in text)
+
+
+def import_submission(path: str):
+    """Import the student's file as module `submission`."""
+    spec = importlib.util.spec_from_file_location("submission", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["submission"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def child_main(stage, job_dir, write_fd, inputs_blob, prev_blob, probes):
+    """Run one stage in this forked child and report on write_fd; never returns."""
+    send = lambda header, blob=b"": wire.write_frame(write_fd, header, blob)  # noqa: E731
+    path = os.path.join(job_dir, "submission.py")
+    try:
+        os.setsid()
+        stage_dir = os.path.join(job_dir, "scratch", stage["key"])
+        os.makedirs(stage_dir, exist_ok=True)
+        os.chdir(stage_dir)
+        log = os.open("output.txt", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+        # Nothing but stdio and our own pipe survives into student code.
+        os.closerange(3, write_fd)
+        os.closerange(write_fd + 1, 1 << 16)
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        budget = float(stage["budget_s"])
+        resource.setrlimit(resource.RLIMIT_CPU, (int(budget) + 2, int(budget) + 3))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (LOG_LIMIT, LOG_LIMIT))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        mem = vm_size_bytes() + int(stage["mem_mb"]) * (1 << 20)
+        resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
+        inputs = probes.load_inputs(inputs_blob, prev_blob)
+        probe = probes.PROBES[stage["probe"]]
+        send({"type": "progress", "phase": "import"})
+        module = import_submission(path)
+        send({"type": "progress", "phase": "run"})
+        tensors, facts = probe(module, inputs, stage.get("params", {}))
+        send({"type": "result", "outcome": "ok", "facts": facts}, probes.dump_outputs(tensors))
+    except probes.Violation as exc:
+        send({"type": "result", "outcome": "violation", "message": str(exc)[:1000]})
+    except BaseException as exc:  # the sandbox boundary: any student failure becomes a status
+        outcome = "oom" if is_oom(exc) else "error"
+        message = f"{type(exc).__name__}: {exc}"[:1000]
+        try:
+            send({"type": "result", "outcome": outcome, "message": message,
+                  "traceback": student_frames(exc, path)})
+        except BaseException:
+            pass
+    finally:
+        os._exit(0)
+
+
+def read_stage(read_fd, pid, budget, max_blob):
+    """Collect the child's frames until it exits or the budget runs out; return what happened."""
+    reader = wire.FrameReader(max_blob)
+    deadline = time.monotonic() + budget
+    state = {"phase": "start", "result": None, "timed_out": False, "broken": None, "exited": False}
+    status = None
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            state["timed_out"] = True
+            break
+        ready, _, _ = select.select([read_fd], [], [], min(remaining, 0.05))
+        data = os.read(read_fd, 1 << 20) if ready else None
+        if data:
+            try:
+                frames = reader.feed(data)
+            except wire.FrameError as exc:
+                state["broken"] = str(exc)
+                break
+            for header, blob in frames:
+                if header.get("type") == "progress" and header.get("phase") in ("import", "run"):
+                    state["phase"] = header["phase"]
+                elif header.get("type") == "result" and state["result"] is None:
+                    state["result"] = (header, blob)
+            continue
+        if data == b"":
+            break
+        # No data this round: a child that has exited while a grandchild holds the pipe is done too.
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            state["exited"] = True
+            break
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        pass
+    if not state["exited"]:
+        _, status = os.waitpid(pid, 0)
+    state["status"] = status
+    return state
+
+
+def stage_header(stage, state, elapsed, log_path):
+    """Turn what the parent saw into the stage_end frame for the judge."""
+    header = {"type": "stage_end", "stage": stage["key"], "phase": state["phase"], "duration_s": round(elapsed, 4)}
+    header.update(read_log(log_path))
+    result = state["result"]
+    if result is not None:
+        child, blob = result
+        outcome = child.get("outcome")
+        header["status"] = outcome if outcome in ("ok", "error", "violation", "oom") else "crash"
+        for key in ("message", "traceback", "facts"):
+            if key in child:
+                header[key] = child[key]
+        return header, blob if header["status"] == "ok" else b""
+    status = state["status"] or 0
+    if state["timed_out"]:
+        header.update(status="timeout", message=f"did not finish within {stage['budget_s']} s (during {state['phase']})")
+    elif state["broken"]:
+        header.update(status="crash", message=f"the stage's output was malformed or too large: {state['broken']}")
+    elif os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
+        if sig == signal.SIGXCPU:
+            header.update(status="timeout", message=f"used more than {stage['budget_s']} s of CPU time (during {state['phase']})")
+        elif sig == signal.SIGKILL:
+            header.update(status="oom", message=f"killed by SIGKILL during {state['phase']}, most likely by the memory limit")
+        else:
+            header.update(status="crash", signal=name, message=f"the process died from {name} during {state['phase']}")
+    else:
+        code = os.WEXITSTATUS(status)
+        where = "while the submission was being imported" if state["phase"] == "import" else f"during {state['phase']}"
+        header.update(status="crash", exit_code=code,
+                      message=f"the process exited with code {code} {where} without returning results "
+                              f"(does the submission call os._exit or exit at import time?)")
+    return header, b""
+
+
+def read_log(log_path):
+    """The start of what the stage printed, for the student's eyes only."""
+    try:
+        size = os.path.getsize(log_path)
+        with open(log_path, "rb") as fh:
+            text = fh.read(STDOUT_EXCERPT).decode("utf-8", "replace")
+    except OSError:
+        return {}
+    return {"stdout": text, "stdout_bytes": size} if size else {}
+
+
+def run_stage(stage, job_dir, probes, inputs_blob, prev_blob, max_blob):
+    """Fork one child for the stage and turn its fate into a frame."""
+    read_fd, write_fd = os.pipe()
+    started = time.monotonic()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_fd)
+        child_main(stage, job_dir, write_fd, inputs_blob, prev_blob, probes)
+    os.close(write_fd)
+    try:
+        state = read_stage(read_fd, pid, float(stage["budget_s"]), max_blob)
+    finally:
+        os.close(read_fd)
+    log_path = os.path.join(job_dir, "scratch", stage["key"], "output.txt")
+    return stage_header(stage, state, time.monotonic() - started, log_path)
+
+
+def main(argv):
+    """Import torch once, then run every stage of the job."""
+    job_dir, channel = argv[1], int(argv[2])
+    set_nondumpable()
+    started = time.monotonic()
+    import torch
+
+    # A child forked after a multi-threaded op hangs; one thread keeps fork safe and runs deterministic.
+    torch.set_num_threads(1)
+    torch.set_num_interop_threads(1)
+    import probes
+
+    probes.install_tripwires()
+    hello = {"type": "hello", "torch": torch.__version__, "python": sys.version.split()[0],
+             "threads": torch.get_num_threads(), "import_s": round(time.monotonic() - started, 4), "pid": os.getpid()}
+    wire.write_frame(channel, hello)
+    with open(os.path.join(job_dir, "job.json")) as fh:
+        job = json.load(fh)
+    max_blob = int(job.get("max_output_mb", 256)) << 20
+    outputs = {}
+    for stage in job["stages"]:
+        wire.write_frame(channel, {"type": "stage_start", "stage": stage["key"]})
+        with open(os.path.join(job_dir, "inputs", stage["key"] + ".safetensors"), "rb") as fh:
+            inputs_blob = fh.read()
+        prev_blob = outputs.get(stage.get("input_from") or "")
+        header, blob = run_stage(stage, job_dir, probes, inputs_blob, prev_blob, max_blob)
+        if header["status"] == "ok":
+            outputs[stage["key"]] = blob
+        wire.write_frame(channel, header, blob)
+    wire.write_frame(channel, {"type": "done"})
+
+
+if __name__ == "__main__":
+    main(sys.argv)

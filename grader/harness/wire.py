@@ -1,0 +1,61 @@
+"""Framing for the harness channel: each message is a JSON header plus an optional binary blob.
+
+Stdlib only: this module runs inside the sandbox and in the judge.
+"""
+import json
+import os
+import struct
+
+MAGIC = b"GRD1"
+# magic, header length, blob length
+HEAD = struct.Struct(">4sIQ")
+MAX_HEADER = 1 << 20
+
+
+class FrameError(ValueError):
+    """The byte stream is not a well-formed sequence of frames."""
+
+
+def encode_frame(header: dict, blob: bytes = b"") -> bytes:
+    """Serialise one message."""
+    text = json.dumps(header, sort_keys=True).encode()
+    return HEAD.pack(MAGIC, len(text), len(blob)) + text + blob
+
+
+def write_frame(fd: int, header: dict, blob: bytes = b"") -> None:
+    """Write one message to a file descriptor, retrying short writes."""
+    data = memoryview(encode_frame(header, blob))
+    while data:
+        n = os.write(fd, data)
+        data = data[n:]
+
+
+class FrameReader:
+    """Incremental parser: feed bytes, take complete frames; refuses oversized blobs."""
+
+    def __init__(self, max_blob: int):
+        self.max_blob = max_blob
+        self.buffer = bytearray()
+
+    def feed(self, data: bytes) -> list[tuple[dict, bytes]]:
+        """Add bytes and return every frame now complete."""
+        self.buffer += data
+        frames = []
+        while len(self.buffer) >= HEAD.size:
+            magic, hlen, blen = HEAD.unpack_from(self.buffer)
+            if magic != MAGIC:
+                raise FrameError("bad frame magic")
+            if hlen > MAX_HEADER or blen > self.max_blob:
+                raise FrameError(f"frame too large (header {hlen} B, blob {blen} B)")
+            end = HEAD.size + hlen + blen
+            if len(self.buffer) < end:
+                break
+            try:
+                header = json.loads(bytes(self.buffer[HEAD.size:HEAD.size + hlen]))
+            except ValueError as exc:
+                raise FrameError(f"frame header is not JSON: {exc}") from None
+            if not isinstance(header, dict):
+                raise FrameError("frame header is not an object")
+            frames.append((header, bytes(self.buffer[HEAD.size + hlen:end])))
+            del self.buffer[:end]
+        return frames

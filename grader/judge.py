@@ -1,0 +1,207 @@
+"""The judge: plan the stages, run them in a sandbox, and decide every verdict outside the student's process."""
+import json
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from safetensors.torch import save_file
+
+from . import CONTRACT_VERSION, __version__
+from .checks import ALL_IDS, BY_ID, CHECKS
+from .checks.base import Context
+from .configs import DEFAULT_SEED
+from .results import STATUSES, CheckResult, StageOutcome
+from .sandbox import Limits, Sandbox, make_sandbox
+from .source import Rejected, read_source
+from .tensors import BadTensors, decode_tensors
+
+HARNESS_DIR = Path(__file__).parent / "harness"
+HARNESS_FILES = ("main.py", "probes.py", "wire.py")
+STAGE_STATUSES = ("ok", "error", "violation", "timeout", "oom", "crash")
+
+
+@dataclass
+class Options:
+    """How to grade: seed, which checks, limits and sandbox backend."""
+    seed: int = DEFAULT_SEED
+    only: tuple = ()
+    skip: tuple = ()
+    limits: Limits = field(default_factory=Limits)
+    backend: str = "process"
+
+
+def select_checks(only=(), skip=()) -> list:
+    """The check modules to run, in contract order; ValueError names an unknown id."""
+    for name in (*only, *skip):
+        if name not in ALL_IDS:
+            raise ValueError(f"unknown check id {name!r}; known: {', '.join(ALL_IDS)}")
+    return [c for c in CHECKS if (not only or c.ID in only) and c.ID not in skip]
+
+
+def grade_file(path, options: Options | None = None, sandbox: Sandbox | None = None, on_event=None) -> dict:
+    """Grade one file on disk."""
+    path = Path(path)
+    return grade_bytes(path.read_bytes(), path.name, options, sandbox, on_event)
+
+
+def grade_bytes(data: bytes, name: str = "submission.py", options: Options | None = None,
+                sandbox: Sandbox | None = None, on_event=None) -> dict:
+    """Grade a submission's bytes and return the report (a JSON-ready dict)."""
+    options = options or Options()
+    checks = select_checks(options.only, options.skip)
+    started = time.monotonic()
+    report = {"grader": {"version": __version__, "contract": CONTRACT_VERSION},
+              "submission": {"name": name, "bytes": len(data)}, "seed": options.seed}
+    try:
+        source = read_source(data)
+    except Rejected as exc:
+        report["checks"] = [CheckResult(c.ID, "error", f"the submission cannot be graded: {exc}").to_dict() for c in checks]
+        return finish(report, started)
+    report["submission"].update(sha256=source.sha256, track=source.track)
+    ctx = Context(options.seed, source)
+    results, plans = {}, {}
+    for check in checks:
+        if check.NEEDS_TRACK and not ctx.track:
+            results[check.ID] = CheckResult(check.ID, "error", source.track_problem)
+        else:
+            plans[check.ID] = check.plan(ctx)
+    stages = [s for plan in plans.values() for s in plan]
+    outcomes, run_info = run_stages(source.text, stages, options, sandbox, on_event) if stages else ({}, {})
+    for check in checks:
+        if check.ID in plans:
+            results[check.ID] = decide(check, ctx, plans[check.ID], outcomes)
+    report["checks"] = [results[c.ID].to_dict() for c in checks]
+    report.update(run_info)
+    return finish(report, started)
+
+
+def finish(report: dict, started: float) -> dict:
+    """Add the status counts and the total time."""
+    counts = {s: 0 for s in STATUSES}
+    for check in report["checks"]:
+        counts[check["status"]] += 1
+    report["summary"] = {s: n for s, n in counts.items() if n}
+    report.setdefault("timings", {})["total_s"] = round(time.monotonic() - started, 3)
+    return report
+
+
+def write_job(job_dir: Path, text: str, stages, options: Options) -> None:
+    """Lay out the job: harness, submission, one safetensors file of inputs per stage, and job.json."""
+    (job_dir / "harness").mkdir()
+    (job_dir / "inputs").mkdir()
+    (job_dir / "scratch").mkdir()
+    for name in HARNESS_FILES:
+        shutil.copy(HARNESS_DIR / name, job_dir / "harness" / name)
+    (job_dir / "submission.py").write_text(text, encoding="utf-8")
+    for stage in stages:
+        save_file({k: v.contiguous() for k, v in stage.inputs.items()}, job_dir / "inputs" / f"{stage.key}.safetensors")
+    job = {"stages": [{"key": s.key, "probe": s.probe, "params": s.params, "input_from": s.input_from,
+                       "budget_s": options.limits.stage_s, "mem_mb": options.limits.stage_mem_mb} for s in stages],
+           "max_output_mb": options.limits.output_mb}
+    (job_dir / "job.json").write_text(json.dumps(job))
+    for root, dirs, files in os.walk(job_dir):
+        os.chmod(root, 0o755)  # the sandbox uid must read the job; only scratch/ becomes its own
+        for f in files:
+            os.chmod(os.path.join(root, f), 0o644)
+
+
+def run_stages(text: str, stages, options: Options, sandbox: Sandbox | None, on_event):
+    """Run the stages in one sandbox; return outcomes by stage key and the run's environment and timings."""
+    sandbox = sandbox or make_sandbox(options.backend)
+    job_dir = Path(tempfile.mkdtemp(prefix="grader-job-"))
+    try:
+        write_job(job_dir, text, stages, options)
+        wall = options.limits.startup_s + options.limits.stage_s * len(stages) + 10
+        run = sandbox.run(job_dir, options.limits, wall, on_event)
+    finally:
+        shutil.rmtree(job_dir, ignore_errors=True)
+    return collect(run, stages), run_summary(run, options)
+
+
+def collect(run, stages) -> dict:
+    """StageOutcomes from the frames; a stage with no frame is 'missing' with the reason."""
+    outcomes, started = {}, set()
+    for header, blob in run.frames:
+        if header.get("type") == "stage_start":
+            started.add(header.get("stage"))
+        if header.get("type") == "stage_end" and header.get("stage") in {s.key for s in stages}:
+            outcomes[header["stage"]] = outcome_from(header, blob)
+    for stage in stages:
+        if stage.key not in outcomes:
+            if run.killed:
+                why = run.killed
+            elif stage.key in started:
+                why = f"the sandbox died during this check (exit code {run.exit_code})"
+            else:
+                why = f"the sandbox stopped before this check started (exit code {run.exit_code})"
+            outcomes[stage.key] = StageOutcome(stage.key, "missing", why)
+    return outcomes
+
+
+def _text(value, limit=2000) -> str:
+    return value[:limit] if isinstance(value, str) else ""
+
+
+def outcome_from(header: dict, blob: bytes) -> StageOutcome:
+    """One stage_end frame, with every field checked before it is trusted."""
+    status = header.get("status") if header.get("status") in STAGE_STATUSES else "crash"
+    tb = header.get("traceback")
+    outcome = StageOutcome(
+        stage=header["stage"], status=status, message=_text(header.get("message")),
+        facts=header.get("facts") if isinstance(header.get("facts"), dict) else {},
+        traceback=[_text(t, 300) for t in tb[:8]] if isinstance(tb, list) else [],
+        phase=_text(header.get("phase"), 20), stdout=_text(header.get("stdout")),
+        duration_s=float(header["duration_s"]) if isinstance(header.get("duration_s"), (int, float)) else 0.0,
+        stdout_bytes=int(header["stdout_bytes"]) if isinstance(header.get("stdout_bytes"), int) else 0)
+    if status == "ok":
+        try:
+            outcome.tensors = decode_tensors(blob)
+        except BadTensors as exc:
+            outcome.status, outcome.message = "crash", f"the check returned malformed tensors: {exc}"
+    return outcome
+
+
+def decide(check, ctx: Context, plan, outcomes: dict) -> CheckResult:
+    """A stage that did not finish decides the status; otherwise the check's own verdict does."""
+    mine = {s.key: outcomes[s.key] for s in plan}
+    duration = round(sum(o.duration_s for o in mine.values()), 4)
+    stdout = "".join(o.stdout for o in mine.values())[:2000]
+    for outcome in mine.values():
+        if outcome.status != "ok":
+            result = stage_failure(check.ID, outcome)
+            break
+    else:
+        try:
+            result = check.verdict(ctx, {s.key: s for s in plan}, mine)
+        except Exception as exc:  # odd tensors (wrong dtype, rank) that the comparison could not take
+            result = CheckResult(check.ID, "fail", f"the returned tensors could not be compared with the reference "
+                                                    f"({type(exc).__name__}: {str(exc)[:300]})")
+    result.duration_s, result.stdout = duration, stdout
+    return result
+
+
+def stage_failure(check_id: str, outcome: StageOutcome) -> CheckResult:
+    """The check's result when its stage raised, broke the contract, timed out, ran out of memory or crashed."""
+    if outcome.status == "violation":
+        return CheckResult(check_id, "fail", outcome.message)
+    if outcome.status == "error":
+        where = "importing the submission" if outcome.phase == "import" else "your code"
+        return CheckResult(check_id, "error", f"{where} raised {outcome.message}", details=outcome.traceback)
+    if outcome.status == "missing":
+        return CheckResult(check_id, "crash", outcome.message)
+    return CheckResult(check_id, outcome.status, outcome.message)
+
+
+def run_summary(run, options: Options) -> dict:
+    """Environment, sandbox and timing facts for the report."""
+    hello = next((h for h, _ in run.frames if h.get("type") == "hello"), {})
+    stages = {h["stage"]: h.get("duration_s") for h, _ in run.frames if h.get("type") == "stage_end" and "stage" in h}
+    import_s = hello.get("import_s") if isinstance(hello.get("import_s"), (int, float)) else None
+    start_s = round(run.hello_at_s - import_s, 3) if run.hello_at_s is not None and import_s is not None else None
+    return {"environment": {"torch": hello.get("torch"), "python": hello.get("python"), "threads": hello.get("threads")},
+            "sandbox": {"backend": run.backend, "limits": options.limits.to_dict(), "killed": run.killed},
+            "timings": {"sandbox_start_s": start_s, "torch_import_s": import_s, "stages": stages,
+                        "sandbox_s": round(run.wall_s, 3)}}

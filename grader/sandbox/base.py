@@ -1,0 +1,86 @@
+"""The sandbox interface: run the harness on a prepared job directory, return the frames it sent."""
+import threading
+from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from ..harness import wire
+
+
+@dataclass
+class Limits:
+    """Resource limits for one submission's sandbox; each one reached is reported."""
+    stage_s: float = 30.0  # wall clock per stage (one check)
+    stage_mem_mb: int = 2048  # address space a stage may add after torch is imported
+    memory_mb: int = 4096  # the whole sandbox (container or cgroup)
+    pids: int = 64
+    cpus: float = 1.0
+    output_mb: int = 256  # bytes of results the judge accepts
+    scratch_mb: int = 256
+    startup_s: float = 60.0  # python start and torch import
+
+    def to_dict(self) -> dict:
+        """JSON-ready form."""
+        return asdict(self)
+
+
+@dataclass
+class SandboxRun:
+    """What came back from one harness run."""
+    backend: str
+    frames: list = field(default_factory=list)
+    exit_code: int | None = None
+    killed: str | None = None  # why the judge stopped it early, if it did
+    wall_s: float = 0.0
+    hello_at_s: float | None = None  # seconds from start until the harness said hello
+    log: str = ""  # the harness's own stderr: for instructors, never shown to students
+
+
+class FrameCollector:
+    """Reads frames from a stream in a thread, with a byte cap, calling on_frame for each header."""
+
+    def __init__(self, stream, max_bytes: int, on_frame=None, clock=None):
+        self.stream, self.max_bytes, self.on_frame, self.clock = stream, max_bytes, on_frame, clock
+        self.frames, self.error, self.total = [], None, 0
+        self.hello_at = None
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self):
+        """Begin reading."""
+        self.thread.start()
+        return self
+
+    def _run(self):
+        reader = wire.FrameReader(self.max_bytes)
+        try:
+            while True:
+                data = self.stream.read(1 << 20) if hasattr(self.stream, "read") else None
+                if not data:
+                    break
+                self.total += len(data)
+                if self.total > self.max_bytes:
+                    self.error = f"the results exceeded {self.max_bytes >> 20} MiB"
+                    break
+                for header, blob in reader.feed(data):
+                    if header.get("type") == "hello" and self.clock:
+                        self.hello_at = self.clock()
+                    self.frames.append((header, blob))
+                    if self.on_frame:
+                        self.on_frame(header)
+        except wire.FrameError as exc:
+            self.error = str(exc)
+        except OSError as exc:
+            self.error = f"reading the results failed: {exc}"
+
+    def join(self, timeout=None):
+        """Wait for the stream to close."""
+        self.thread.join(timeout)
+
+
+class Sandbox(ABC):
+    """A place to run untrusted code: subclasses differ in isolation, never in protocol."""
+    name = "abstract"
+
+    @abstractmethod
+    def run(self, job_dir: Path, limits: Limits, wall_s: float, on_frame=None) -> SandboxRun:
+        """Run harness/main.py on job_dir within the limits and the total wall-clock budget."""

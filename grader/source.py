@@ -1,0 +1,96 @@
+"""Static reading of a submission: validation and source scans, without ever executing it."""
+import ast
+import hashlib
+from dataclasses import dataclass
+
+MAX_BYTES = 256 * 1024
+TRACKS = ("reverse", "lm")
+# Names whose use is a shortcut around the work the capstone asks for.
+FORBIDDEN_ATTRS = {"scaled_dot_product_attention", "multi_head_attention_forward", "MultiheadAttention",
+                   "Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
+                   "TransformerDecoderLayer"}
+FORBIDDEN_STRINGS = ("scaled_dot_product_attention", "multi_head_attention_forward", "MultiheadAttention",
+                     "torch.nn.attention")
+
+
+class Rejected(ValueError):
+    """The file cannot be graded at all; the message names the problem."""
+
+
+@dataclass
+class Source:
+    """A submission that decodes and parses, with what can be read from it statically."""
+    text: str
+    sha256: str
+    tree: ast.Module
+    track: str | None
+    track_problem: str | None
+
+
+def read_source(data: bytes) -> Source:
+    """Validate raw bytes (size, NUL, UTF-8, syntax) and read TRACK; raise Rejected with a clear message."""
+    if not data:
+        raise Rejected("the file is empty")
+    if len(data) > MAX_BYTES:
+        raise Rejected(f"the file is {len(data)} bytes; the limit is {MAX_BYTES} bytes (256 KiB)")
+    if b"\x00" in data:
+        raise Rejected(f"the file contains a NUL byte at offset {data.index(0)}: it is binary, not Python source")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise Rejected(f"the file is not UTF-8 text (invalid byte at offset {exc.start})") from None
+    try:
+        tree = ast.parse(text, filename="submission.py")
+    except SyntaxError as exc:
+        raise Rejected(f"the file is not valid Python: {exc.msg} at line {exc.lineno}"
+                       + (f": {exc.text.strip()}" if exc.text else "")) from None
+    track, problem = find_track(tree)
+    return Source(text, hashlib.sha256(data).hexdigest(), tree, track, problem)
+
+
+def find_track(tree: ast.Module) -> tuple[str | None, str | None]:
+    """TRACK as a module-level string literal, or why it cannot be read."""
+    found = None
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        if any(isinstance(t, ast.Name) and t.id == "TRACK" for t in targets):
+            found = node
+    if found is None:
+        return None, 'TRACK is missing: add a module-level line TRACK = "reverse" or TRACK = "lm"'
+    value = found.value
+    if not (isinstance(value, ast.Constant) and isinstance(value.value, str)):
+        return None, f'TRACK (line {found.lineno}) must be a plain string literal, "reverse" or "lm"'
+    if value.value not in TRACKS:
+        return None, f'TRACK is {value.value!r} (line {found.lineno}); it must be "reverse" or "lm"'
+    return value.value, None
+
+
+def _docstrings(tree: ast.Module) -> set[int]:
+    """ids of the string constants that are docstrings or bare string statements."""
+    return {id(node.value) for node in ast.walk(tree)
+            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)}
+
+
+def shortcut_uses(tree: ast.Module) -> list[str]:
+    """Every place the source names a forbidden shortcut, as 'line N: what'."""
+    docs = _docstrings(tree)
+    hits = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in FORBIDDEN_ATTRS:
+            hits.append((node.lineno, f"uses .{node.attr}"))
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            if node.module.startswith("torch.nn.attention"):
+                hits.append((node.lineno, f"imports from {node.module}"))
+            if node.module.startswith("torch"):
+                for alias in node.names:
+                    if alias.name in FORBIDDEN_ATTRS or alias.name == "attention":
+                        hits.append((node.lineno, f"imports {alias.name} from {node.module}"))
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("torch.nn.attention"):
+                    hits.append((node.lineno, f"imports {alias.name}"))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
+            for name in FORBIDDEN_STRINGS:
+                if name in node.value:
+                    hits.append((node.lineno, f"names {name} in a string"))
+    return [f"line {line}: {what}" for line, what in sorted(set(hits))]

@@ -99,7 +99,7 @@ def write_job(job_dir: Path, text: str, stages, options: Options) -> None:
     for stage in stages:
         save_file({k: v.contiguous() for k, v in stage.inputs.items()}, job_dir / "inputs" / f"{stage.key}.safetensors")
     job = {"stages": [{"key": s.key, "probe": s.probe, "params": s.params, "input_from": s.input_from,
-                       "budget_s": options.limits.stage_s, "mem_mb": options.limits.stage_mem_mb} for s in stages],
+                       "budget_s": stage_budget(s, options), "mem_mb": options.limits.stage_mem_mb} for s in stages],
            "max_output_mb": options.limits.output_mb}
     (job_dir / "job.json").write_text(json.dumps(job))
     for root, dirs, files in os.walk(job_dir):
@@ -108,13 +108,18 @@ def write_job(job_dir: Path, text: str, stages, options: Options) -> None:
             os.chmod(os.path.join(root, f), 0o644)
 
 
+def stage_budget(stage, options: Options) -> float:
+    """A stage's own budget, else the per-check default."""
+    return stage.budget_s if stage.budget_s is not None else options.limits.stage_s
+
+
 def run_stages(text: str, stages, options: Options, sandbox: Sandbox | None, on_event):
     """Run the stages in one sandbox; return outcomes by stage key and the run's environment and timings."""
     sandbox = sandbox or make_sandbox(options.backend)
     job_dir = Path(tempfile.mkdtemp(prefix="grader-job-"))
     try:
         write_job(job_dir, text, stages, options)
-        wall = options.limits.startup_s + options.limits.stage_s * len(stages) + 10
+        wall = options.limits.startup_s + sum(stage_budget(s, options) for s in stages) + 10
         run = sandbox.run(job_dir, options.limits, wall, on_event)
     finally:
         shutil.rmtree(job_dir, ignore_errors=True)

@@ -11,6 +11,8 @@ from .base import Stage, Verdict, raised_problem
 
 ID = "attention_sdpa"
 NEEDS_TRACK = False
+# metrics this check may report (the rubric validates thresholds against them)
+METRICS = ("max_abs_diff",)
 B, H, TQ, TK, DH = 2, 3, 5, 7, 8
 CASES = ("none", "causal", "padding", "random")
 AXES = ("batch", "head", "query", "key")

@@ -17,6 +17,7 @@ class Stage:
     inputs: dict
     params: dict = field(default_factory=dict)
     input_from: str | None = None
+    budget_s: float | None = None  # wall clock for this stage; None takes Limits.stage_s
 
 
 @dataclass

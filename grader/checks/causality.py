@@ -7,6 +7,8 @@ from .batches import model_batch, sequence_key
 
 ID = "causality"
 NEEDS_TRACK = True
+# metrics this check may report (the rubric validates thresholds against them)
+METRICS = ("max_leak",)
 B, T = 2, 8
 POSITIONS = (2, 5, 7)
 AXES = ("batch", "position", "vocab")

@@ -7,6 +7,8 @@ from .batches import model_batch
 
 ID = "checkpoint_reload"
 NEEDS_TRACK = True
+# metrics this check may report (the rubric validates thresholds against them)
+METRICS = ("state_entries", "max_abs_diff", "mismatched", "compared", "worst_index")
 B, T = 2, 8
 AXES = ("batch", "position", "vocab")
 SAVE, LOAD = ID + ".save", ID + ".load"

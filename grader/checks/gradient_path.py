@@ -7,6 +7,8 @@ from .batches import model_batch
 
 ID = "gradient_path"
 NEEDS_TRACK = True
+# metrics this check may report (the rubric validates thresholds against them)
+METRICS = ("parameters", "without_gradient", "nonfinite", "all_zero")
 B, T = 2, 7
 
 

@@ -9,6 +9,8 @@ from .batches import source_batch, target_batch
 
 ID = "kv_cache"
 NEEDS_TRACK = True
+# metrics this check may report (the rubric validates thresholds against them)
+METRICS = ("step_max_abs_diff", "chunked_max_abs_diff")
 B, T = 2, 9
 CHUNKS = (3, 1, 4, 1)
 AXES = ("batch", "position", "vocab")

@@ -7,6 +7,8 @@ from .batches import model_batch
 
 ID = "no_shortcuts"
 NEEDS_TRACK = False
+# metrics this check may report (the rubric validates thresholds against them)
+METRICS = ("static_hits", "recorded_calls")
 
 
 def plan(ctx):

@@ -9,6 +9,8 @@ from .batches import source_batch, target_batch
 
 ID = "padding"
 NEEDS_TRACK = True
+# metrics this check may report (the rubric validates thresholds against them)
+METRICS = ("max_abs_diff", "mismatched", "compared", "worst_index")
 B, T = 3, 8
 AXES = ("batch", "position", "vocab")
 

@@ -7,6 +7,8 @@ from .base import Stage, Verdict, raised_problem
 
 ID = "rope"
 NEEDS_TRACK = False
+# metrics this check may report (the rubric validates thresholds against them)
+METRICS = ("pairing",)
 B, H, T, DH, P = 2, 2, 6, 8, 12
 AXES = ("batch", "head", "position", "channel")
 

@@ -7,6 +7,8 @@ from .base import Stage, Verdict, raised_problem
 
 ID = "split_heads"
 NEEDS_TRACK = False
+# metrics this check may report (the rubric validates thresholds against them)
+METRICS = ("max_abs_diff", "mismatched", "compared", "worst_index")
 B, T, H, DH = 2, 5, 4, 6
 
 

@@ -1,0 +1,52 @@
+"""`grader check`: a table or one JSON document, exit 0 when grading completed, non-zero for usage errors."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REFERENCES, ROOT
+
+GRADER = [sys.executable, "-m", "grader.cli"]
+
+
+def run(*args):
+    """Run the real command line."""
+    return subprocess.run([*GRADER, *args], capture_output=True, text=True, cwd=ROOT, timeout=300)
+
+
+@pytest.mark.slow
+def test_json_is_one_document_with_contract_ids():
+    proc = run("check", str(REFERENCES["reverse"]), "--json", "--only", "split_heads,kv_cache")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert [(c["id"], c["status"]) for c in report["checks"]] == [("split_heads", "pass"), ("kv_cache", "pass")]
+    assert all({"id", "status", "message", "metrics"} <= set(c) for c in report["checks"])
+
+
+@pytest.mark.slow
+def test_table_without_colour_when_not_a_terminal():
+    proc = run("check", str(REFERENCES["lm"]), "--skip", "checkpoint_reload,kv_cache,padding,causality,gradient_path")
+    assert proc.returncode == 0, proc.stderr
+    assert "\x1b[" not in proc.stdout, "no colour codes when stdout is not a terminal"
+    assert "split_heads" in proc.stdout and "pass" in proc.stdout and "kv_cache" not in proc.stdout
+
+
+@pytest.mark.slow
+def test_failing_submission_still_exits_zero(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text('TRACK = "lm"\ndef split_heads(x, h):\n    return x\n')
+    proc = run("check", str(bad), "--only", "split_heads", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["checks"][0]["status"] == "fail"
+
+
+@pytest.mark.parametrize("args, needle", [
+    (("check", "no/such/file.py"), "does not exist"),
+    (("check", str(REFERENCES["lm"]), "--only", "attention,rope"), "unknown check id attention"),
+    (("check",), "Missing argument"),
+])
+def test_usage_errors_exit_non_zero_with_a_message(args, needle):
+    proc = run(*args)
+    assert proc.returncode == 2 and needle in proc.stderr, (proc.returncode, proc.stderr)
+    assert "Traceback" not in proc.stderr

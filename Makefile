@@ -3,15 +3,24 @@
 PYTHON ?= $(shell command -v /usr/bin/python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
+# The process sandbox's interpreter: outside the checkout, world-readable, so its unprivileged uids
+# can run it wherever the repository lives (a checkout under a 0700 directory is unreachable for them).
+RUNNER := /opt/transformer-grader/runner
 
 .PHONY: setup test run clean
 
-setup: $(VENV)/.installed
+setup: $(VENV)/.installed $(if $(filter 0,$(shell id -u)),$(RUNNER)/.installed)
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[test]'
+	touch $@
+
+$(RUNNER)/.installed:
+	$(PYTHON) -m venv $(RUNNER)
+	$(RUNNER)/bin/pip install -q torch==2.13.0 safetensors numpy
+	chmod -R a+rX $(RUNNER)
 	touch $@
 
 test: setup

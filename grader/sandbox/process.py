@@ -3,11 +3,11 @@ import os
 import resource
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 from .base import FrameCollector, Limits, Sandbox, SandboxRun
+from .runner import check_reachable, runner_python
 from .uids import lease_uid
 
 LOG_TAIL = 20000
@@ -47,7 +47,9 @@ class ProcessSandbox(Sandbox):
     def __init__(self, python: str | None = None):
         # As root, each run gets a uid of its own from a pool: never the grader's, never another run's.
         self.privileged = os.geteuid() == 0
-        self.python = python or sys.executable
+        self.python = python or runner_python()
+        if self.privileged:
+            check_reachable(self.python)
 
     def run(self, job_dir: Path, limits: Limits, wall_s: float, on_frame=None) -> SandboxRun:
         """Run under a leased uid when root (so cleanup may kill all of that uid's processes)."""

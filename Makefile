@@ -18,9 +18,10 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 $(RUNNER)/.installed:
+	mkdir -p -m 755 $(dir $(RUNNER))
 	$(PYTHON) -m venv $(RUNNER)
 	$(RUNNER)/bin/pip install -q torch==2.13.0 safetensors numpy
-	chmod -R a+rX $(RUNNER)
+	chmod -R a+rX $(dir $(RUNNER))
 	touch $@
 
 test: setup

@@ -20,20 +20,20 @@ def runner_python() -> str:
     return DEFAULT_RUNNER if os.path.exists(DEFAULT_RUNNER) else sys.executable
 
 
-def world_reachable(path: str) -> bool:
-    """True when 'other' may traverse every directory above path and read and execute its target."""
+def world_reachable(path: str, execute: bool) -> bool:
+    """True when 'other' may traverse every directory above path and read (and execute) its target."""
     target = Path(os.path.realpath(path))
     for parent in target.parents:
         if not os.stat(parent).st_mode & stat.S_IXOTH:
             return False
     mode = os.stat(target).st_mode
-    return bool(mode & stat.S_IXOTH and mode & stat.S_IROTH)
+    return bool(mode & stat.S_IROTH and (mode & stat.S_IXOTH or not execute))
 
 
 def check_reachable(python: str) -> None:
     """Raise RunnerUnreachable with the fix when the sandbox uid cannot run python, or its venv."""
-    for path in (python, os.path.join(os.path.dirname(python), "..", "pyvenv.cfg")):
-        if os.path.exists(path) and not world_reachable(path):
+    for path, execute in ((python, True), (os.path.join(os.path.dirname(python), "..", "pyvenv.cfg"), False)):
+        if os.path.exists(path) and not world_reachable(path, execute):
             raise RunnerUnreachable(
                 f"the sandbox uid cannot reach {os.path.realpath(path)}: run `make setup` as root (it installs the "
                 f"runner at {os.path.dirname(os.path.dirname(DEFAULT_RUNNER))}) or set GRADER_RUNNER_PYTHON to a "

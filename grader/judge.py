@@ -68,7 +68,8 @@ def grade_bytes(data: bytes, name: str = "submission.py", options: Options | Non
             results[check.ID] = CheckResult(check.ID, "error", source.track_problem)
         else:
             plans[check.ID] = check.plan(ctx)
-    stages = [s for plan in plans.values() for s in plan]
+    # a stage two checks share (the training run) runs once
+    stages = list({s.key: s for plan in plans.values() for s in plan}.values())
     outcomes, run_info = run_stages(source.text, stages, options, sandbox, on_event) if stages else ({}, {})
     for check in checks:
         if check.ID in plans:

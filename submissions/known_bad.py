@@ -23,7 +23,7 @@ KNOWN_BAD: tuple[Bug, ...] = (
         base="reference_reverse.py",
         old="    return x.reshape(batch, length, num_heads, head_dim).transpose(1, 2)  # (B, H, T, Dh)\n",
         new="    return x.reshape(batch, num_heads, length, head_dim)  # (B, H, T, Dh)\n",
-        fails=frozenset({"split_heads", "causality", "padding", "kv_cache"}),
+        fails=frozenset({"split_heads", "causality", "padding", "kv_cache", "training", "evaluation"}),
         about="split_heads reshapes straight to (B, H, T, Dh) without a transpose, so each 'head' mixes "
         "channels of several positions: the shape is right, the arrangement is not.",
     ),
@@ -32,7 +32,7 @@ KNOWN_BAD: tuple[Bug, ...] = (
         base="reference_lm.py",
         old="    weights = torch.softmax(scores, dim=-1)  # (B, H, Tq, Tk), each query row sums to 1\n",
         new="    weights = torch.softmax(scores, dim=-2)  # (B, H, Tq, Tk)\n",
-        fails=frozenset({"attention_sdpa", "causality", "padding", "kv_cache"}),
+        fails=frozenset({"attention_sdpa", "causality", "padding", "kv_cache", "training", "evaluation"}),
         about="The softmax normalises over the query axis instead of the key axis, so a query's weights "
         "do not sum to 1 and depend on the other (later) queries.",
     ),
@@ -50,7 +50,7 @@ KNOWN_BAD: tuple[Bug, ...] = (
         base="reference_reverse.py",
         old="    causal = key_pos <= query_pos  # (Tq, Tk)\n",
         new="    causal = key_pos <= query_pos + 1  # (Tq, Tk)\n",
-        fails=frozenset({"causality", "kv_cache"}),
+        fails=frozenset({"causality", "kv_cache", "training", "evaluation"}),
         about="The causal mask is off by one and lets every decoder position read the next token, "
         "the one it is supposed to predict.",
     ),
@@ -68,7 +68,7 @@ KNOWN_BAD: tuple[Bug, ...] = (
         base="reference_lm.py",
         old="        positions = torch.arange(past, past + length, device=ids.device)  # (T,): continue after the cache\n",
         new="        positions = torch.arange(length, device=ids.device)  # (T,)\n",
-        fails=frozenset({"kv_cache"}),
+        fails=frozenset({"kv_cache", "evaluation"}),
         about="With a cache, the new tokens' RoPE positions restart at 0 instead of continuing where the "
         "cache ends, so cached decoding differs from running the full prefix.",
     ),

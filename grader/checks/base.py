@@ -25,11 +25,18 @@ class Context:
     """What every check may read: the seed, the track and the static source."""
     seed: int
     source: Source
+    shared: dict = field(default_factory=dict)  # stages that several checks plan (run once per grading)
 
     @property
     def track(self) -> str | None:
         """The submission's TRACK, when it is valid."""
         return self.source.track
+
+    def stage_once(self, key: str, make) -> "Stage":
+        """The same Stage object for every check that plans it; the judge runs it once."""
+        if key not in self.shared:
+            self.shared[key] = make()
+        return self.shared[key]
 
     def generator(self, check_id: str) -> torch.Generator:
         """A generator seeded by the grading seed and the check, so checks draw independent inputs."""

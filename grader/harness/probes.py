@@ -307,3 +307,208 @@ PROBES = {
     "checkpoint_load": probe_checkpoint_load,
     "shortcuts": probe_shortcuts,
 }
+
+
+# ---- training and evaluation (checks `training` and `evaluation`) ----------------------------------------------
+# Bound at import, before any submission runs: the loop uses the grader's optimizer, loss and clipping.
+_AdamW = torch.optim.AdamW
+_cross_entropy = F.cross_entropy
+_clip_grad_norm = torch.nn.utils.clip_grad_norm_
+_no_grad = torch.no_grad
+from time import perf_counter as _perf_counter, process_time as _process_time  # noqa: E402  (used below only)
+
+
+def build_float32(module, params):
+    """Build the training model from its config under the judge's seed, in float32 with the default dtype."""
+    _set_default_dtype(torch.float32)
+    _manual_seed(int(params["seed"]))
+    model = function(module, "build_model")(dict(params["config"]))
+    if not isinstance(model, _Module):
+        raise Violation(f"build_model returned {type(model).__name__}, expected a torch.nn.Module")
+    return model
+
+
+def train_logits(model, track, data, idx):
+    """Teacher-forced logits and targets for the training rows idx: Track A (src, tgt_in) -> tgt_out, Track B
+    rows[:, :-1] -> targets."""
+    if track == "lm":
+        rows = data["rows"][idx]  # (B, T+1)
+        inputs, targets = rows[:, :-1], data["targets"][idx]  # (B, T), (B, T)
+        logits = lm_logits(model, inputs)[0]
+    else:
+        inputs, targets = data["tgt_in"][idx], data["tgt_out"][idx]  # (B, T), (B, T)
+        logits = seq2seq_logits(model, data["src"][idx], data["src_mask"][idx], inputs)
+    if logits.dim() != 3 or tuple(logits.shape[:2]) != tuple(targets.shape):
+        raise Violation(f"the training forward returned logits of shape {tuple(logits.shape)}, expected (B, T, V) "
+                        f"with (B, T) = {tuple(targets.shape)}")
+    return logits, targets
+
+
+def check_logits(model, track, data):
+    """Eval-mode logits on the judge's fixed training rows (the judge recomputes the loss from them)."""
+    model.eval()
+    with _no_grad():
+        if track == "lm":
+            out = lm_logits(model, data["check_rows"][:, :-1])[0]
+        else:
+            out = seq2seq_logits(model, data["check_src"], data["check_src_mask"], data["check_tgt_in"])
+    model.train()
+    return out
+
+
+def train_loop(model, track, data, params):
+    """The grader's loop over the judge's batch indices: AdamW, loss, backward, clip at params['clip'], step."""
+    pad, vocab = int(params["config"]["pad_id"]), int(params["vocab_size"])
+    opt = _AdamW(model.parameters(), lr=float(params["lr"]), betas=tuple(params["betas"]),
+                 weight_decay=float(params["weight_decay"]))
+    losses, norms = [], []
+    model.train()
+    for idx in data["batches"][:int(params["steps"])]:  # (B,) row indices for this step
+        logits, targets = train_logits(model, track, data, idx)
+        if logits.shape[-1] != vocab:
+            raise Violation(f"the model returned {logits.shape[-1]} logits per position; the config says "
+                            f"vocab_size={vocab}")
+        loss = _cross_entropy(logits.reshape(-1, vocab).float(), targets.reshape(-1), ignore_index=pad)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        norms.append(float(_clip_grad_norm(model.parameters(), float(params["clip"]))))
+        opt.step()
+        losses.append(float(loss.detach()))
+    return torch.tensor(losses, dtype=torch.float64), torch.tensor(norms, dtype=torch.float64)
+
+
+def greedy_seq2seq(model, src, src_mask, steps, bos):
+    """Greedy decoding with the cache: BOS, then each argmax fed back alone. (ids (N, steps), logits (N, steps, V))."""
+    model.eval()
+    with _no_grad():
+        memory = method(model, "encode")(src, src_mask)
+        token = torch.full((src.shape[0], 1), bos, dtype=torch.int64)  # (N, 1)
+        cache, ids, logits = None, [], []
+        for _ in range(steps):
+            step_logits, cache = decode(model, token, memory, src_mask, cache)  # (N, 1, V)
+            logits.append(step_logits[:, -1])
+            token = step_logits[:, -1].argmax(-1, keepdim=True)  # (N, 1)
+            ids.append(token)
+    return torch.cat(ids, dim=1), torch.stack(logits, dim=1)
+
+
+def greedy_lm(model, prompt, steps):
+    """Greedy continuation of prompt (N, P) with the cache: (ids (N, steps), logits (N, steps, V))."""
+    model.eval()
+    with _no_grad():
+        step_logits, cache = lm_logits(model, prompt)
+        ids, logits = [], []
+        for i in range(steps):
+            logits.append(step_logits[:, -1])
+            token = step_logits[:, -1].argmax(-1, keepdim=True)  # (N, 1)
+            ids.append(token)
+            if i + 1 < steps:
+                step_logits, cache = lm_logits(model, token, cache=cache)
+    return torch.cat(ids, dim=1), torch.stack(logits, dim=1)
+
+
+def greedy_full_prefix(model, prompt, steps):
+    """Greedy continuation without the cache, re-reading the whole prefix every step: (N, steps)."""
+    model.eval()
+    seq = prompt
+    with _no_grad():
+        for _ in range(steps):
+            token = lm_logits(model, seq)[0][:, -1].argmax(-1, keepdim=True)  # (N, 1)
+            seq = torch.cat((seq, token), dim=1)
+    return seq[:, prompt.shape[1]:]
+
+
+def sample_lm(model, prompt, steps, temperature, top_k, gen):
+    """Temperature and top-k sampling with the cache from one prompt (1, P): (ids (steps,), logits (steps, V))."""
+    model.eval()
+    with _no_grad():
+        step_logits, cache = lm_logits(model, prompt)
+        ids, logits = [], []
+        for i in range(steps):
+            last = step_logits[0, -1].double()  # (V,)
+            logits.append(last)
+            kth = last.topk(top_k).values[-1]
+            probs = torch.softmax(last.masked_fill(last < kth, float("-inf")) / temperature, dim=-1)
+            token = torch.multinomial(probs, 1, generator=gen)  # (1,)
+            ids.append(token)
+            if i + 1 < steps:
+                step_logits, cache = lm_logits(model, token[None], cache=cache)
+    return torch.cat(ids), torch.stack(logits)
+
+
+def probe_train(module, inputs, params):
+    """Build under the seed, the grader's training loop, and logits on fixed training rows before and after."""
+    track = params["track"]
+    model = build_float32(module, params)
+    outputs = {"init_logits": check_logits(model, track, inputs)}
+    started, cpu = _perf_counter(), _process_time()
+    outputs["losses"], outputs["grad_norms"] = train_loop(model, track, inputs, params)
+    train_s, train_cpu_s = _perf_counter() - started, _process_time() - cpu
+    outputs["final_logits"] = check_logits(model, track, inputs)
+    if track == "reverse":
+        outputs["check_greedy"], _ = greedy_seq2seq(model, inputs["check_src"], inputs["check_src_mask"],
+                                                    inputs["check_tgt_in"].shape[1], int(params["config"]["bos_id"]))
+    if params.get("return_state"):
+        for name, value in model.state_dict().items():
+            if not isinstance(value, _Tensor):
+                raise Violation(f"state_dict entry `{name}` is {type(value).__name__}, not a tensor")
+            outputs["state/" + name] = value
+    facts = {"steps": len(outputs["losses"]), "train_s": round(train_s, 4), "train_cpu_s": round(train_cpu_s, 4),
+             "threads": torch.get_num_threads(),
+             "torch": torch.__version__,
+             "parameters": sum(p.numel() for p in model.parameters() if p.requires_grad)}
+    return outputs, facts
+
+
+def heldout_outputs(model, track, inputs, params, prefix):
+    """Track A: teacher-forced logits and cached greedy decoding; Track B: logits on held-out windows."""
+    out = {}
+    model.eval()
+    with _no_grad():
+        if track == "lm":
+            for split in ("test", "validation"):
+                out[f"{prefix}{split}_logits"] = lm_logits(model, inputs[f"{split}_rows"][:, :-1])[0]
+        else:
+            out[prefix + "tf_logits"] = seq2seq_logits(model, inputs["src"], inputs["src_mask"], inputs["tgt_in"])
+    if track == "reverse":
+        out[prefix + "greedy"], out[prefix + "greedy_logits"] = greedy_seq2seq(
+            model, inputs["src"], inputs["src_mask"], inputs["tgt_in"].shape[1], int(params["config"]["bos_id"]))
+    return out
+
+
+def probe_evaluate(module, inputs, params):
+    """The untrained model (same seed as training), then the trained state from the training stage, on held-out data."""
+    track = params["track"]
+    state = {k[len("prev/state/"):]: v for k, v in inputs.items() if k.startswith("prev/state/")}
+    if not state:
+        raise Violation("the training stage did not return a trained model (it failed or ran out of time), so "
+                        "there is nothing to evaluate")
+    model = build_float32(module, params)
+    outputs = heldout_outputs(model, track, inputs, params, "untrained/")
+    try:
+        model.load_state_dict(state, strict=True)
+    except RuntimeError as exc:
+        raise Violation(f"load_state_dict(strict=True) refused the trained state: {str(exc)[:600]}") from None
+    outputs.update(heldout_outputs(model, track, inputs, params, "trained/"))
+    if track == "lm":
+        gen = torch.Generator().manual_seed(int(params["sample_seed"]))
+        for i in range(int(params["prompts"])):
+            prompt = inputs[f"prompt_{i}"][None]  # (1, P)
+            outputs[f"sample_{i}"], outputs[f"sample_{i}_logits"] = sample_lm(
+                model, prompt, int(params["new_tokens"]), float(params["temperature"]), int(params["top_k"]), gen)
+    return outputs, {}
+
+
+def probe_cyclic(module, inputs, params):
+    """Train a decoder on the cyclic-pattern task, then continue held-out prompts greedily with the cache."""
+    model = build_float32(module, params)
+    steps = int(params["continue_steps"])
+    outputs = {}
+    outputs["untrained_ids"], _ = greedy_lm(model, inputs["prompt"], steps)
+    outputs["losses"], _ = train_loop(model, "lm", inputs, params)
+    outputs["ids"], outputs["logits"] = greedy_lm(model, inputs["prompt"], steps)
+    outputs["full_prefix_ids"] = greedy_full_prefix(model, inputs["prompt"], steps)
+    return outputs, {}
+
+
+PROBES.update({"train": probe_train, "evaluate": probe_evaluate, "cyclic": probe_cyclic})

@@ -1,0 +1,105 @@
+"""Benchmark: rescore 1000 stored results under a changed rubric, against the time to json-decode them.
+
+Run: .venv/bin/python bench/rescore.py [--n 1000] [--repeat 5]
+"""
+import argparse
+import gc
+import json
+import random
+import sys
+import time
+
+from rubric import DEFAULT_PATH, RubricError, load_rubric, parse_rubric, rescore, score
+from rubric.fixtures import make_report
+
+STATUSES = ["pass"] * 14 + ["fail"] * 3 + ["error", "timeout", "oom", "crash", "skipped"]
+
+
+def random_metrics(rng: random.Random, check: str, track: str) -> dict:
+    """Plausible metrics, including the bulky ones real reports carry (a 100-point loss curve, samples)."""
+    if check == "gradient_path":
+        n = rng.randint(20, 60)
+        return {"parameters": n, "without_gradient": rng.choice([0, 0, 0, 1, 3]), "nonfinite": 0, "all_zero": 0}
+    if check == "training":
+        ratio = rng.uniform(0.05, 1.1)
+        return {"loss_ratio": ratio, "final_loss": 2.6 * ratio, "baseline_loss": 2.6, "steps": 300,
+                "loss_curve": [round(3 - 2 * i / 100 + rng.random() * 0.1, 6) for i in range(100)]}
+    if check == "evaluation" and track == "reverse":
+        return {"token_accuracy": rng.random(), "exact_match": rng.random() * 0.7, "heldout_rows": 512}
+    if check == "evaluation":
+        return {"ppl_ratio": rng.uniform(0.1, 1.2), "perplexity": 3.0, "unigram_perplexity": 20.0,
+                "samples": [{"prompt": "The old ", "text": "x" * 60}] * 4}
+    return {}
+
+
+def stored_results(rubric, n: int, seed: int = 0) -> list[str]:
+    """n stored records as the store keeps them: JSON text with the report, manual grades and the old score."""
+    rng = random.Random(seed)
+    manual_ids = [i.id for _, i in rubric.items() if i.kind == "manual"]
+    out = []
+    for k in range(n):
+        track = rng.choice(["reverse", "lm"])
+        statuses = {c: rng.choice(STATUSES) for c in sorted(rubric.checks())}
+        report = make_report(statuses, {c: random_metrics(rng, c, track) for c in statuses}, track)
+        manual = {i: {"points": 1.0, "comment": "ok"} for i in manual_ids if rng.random() < 0.5}
+        out.append(json.dumps({"id": k, "report": report, "manual": manual, "score": score(report, rubric, manual)}))
+    return out
+
+
+def best_of(repeat: int, fn) -> float:
+    """The fastest of `repeat` runs, in seconds (the least disturbed by other work on a shared machine).
+
+    The garbage collector is off while timing, as in timeit: otherwise its passes over the thousand decoded
+    reports kept alive in memory are charged to whichever step happens to trigger them.
+    """
+    times = []
+    for _ in range(repeat):
+        gc.collect()
+        gc.disable()
+        try:
+            start = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - start)
+        finally:
+            gc.enable()
+    return min(times)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=1000)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    try:
+        old = load_rubric()
+    except RubricError as exc:
+        print(f"the packaged rubric does not load yet:\n{exc}", file=sys.stderr)
+        return 2
+    # the change an instructor makes mid-term: a new version with a stricter training threshold
+    text = DEFAULT_PATH.read_text()
+    new = parse_rubric(text.replace(f'version = "{old.version}"', 'version = "bench.2"')
+                       .replace('metric = "loss_ratio", full = 0.5', 'metric = "loss_ratio", full = 0.3'), "bench")
+    stored = stored_results(old, args.n)
+    size = sum(len(s) for s in stored)
+
+    decode = best_of(args.repeat, lambda: [json.loads(s) for s in stored])
+    records = [json.loads(s) for s in stored]
+    alone = best_of(args.repeat, lambda: [score(r["report"], new, r["manual"]) for r in records])
+    scores = best_of(args.repeat, lambda: [score(r["report"], new, r["manual"]) for r in map(json.loads, stored)])
+    full = best_of(args.repeat, lambda: rescore(map(json.loads, stored), new))
+
+    changed = sum(1 for r in rescore(map(json.loads, stored), new) if r["totals"]["delta"])
+    print(f"{args.n} stored results, {size / 1e6:.1f} MB of JSON, rubric {old.version} -> {new.version} "
+          f"({changed} totals changed); best of {args.repeat} runs, gc off while timing")
+    print(f"  json-decode only (baseline)          {decode * 1e3:8.1f} ms")
+    print(f"  score only (already decoded)          {alone * 1e3:8.1f} ms   {alone / decode:5.2f}x baseline  "
+          f"({alone / args.n * 1e6:.0f} us per result)")
+    print(f"  decode + score                        {scores * 1e3:8.1f} ms   {scores / decode:5.2f}x baseline  "
+          f"({scores / args.n * 1e6:.0f} us per result)")
+    print(f"  decode + score + item-by-item diff    {full * 1e3:8.1f} ms   {full / decode:5.2f}x baseline  "
+          f"({full / args.n * 1e6:.0f} us per result)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

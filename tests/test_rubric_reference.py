@@ -1,0 +1,26 @@
+"""Calibration: under the packaged rubric, each reference solution earns every automatic point."""
+import pytest
+
+from conftest import REFERENCES, grade_text
+from rubric import RubricError, load_rubric, score
+
+
+def packaged_rubric():
+    """The packaged rubric, or a skip while one of its checks has not landed (test_rubric_load covers that case)."""
+    try:
+        return load_rubric()
+    except RubricError as exc:
+        pytest.skip(f"the packaged rubric does not load yet: {exc}")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("track", ["reverse", "lm"])
+def test_reference_earns_every_automatic_point(track):
+    rubric = packaged_rubric()
+    scored = score(grade_text(REFERENCES[track].read_text()), rubric)
+    short = [(i["id"], i["points"], i["max"], i["note"]) for c in scored["categories"] for i in c["items"]
+             if i["kind"] == "auto" and i["points"] < i["max"]]
+    assert not short, f"the {track} reference loses automatic points: {short}"
+    manual = sum(i.points for _, i in rubric.items() if i.kind == "manual")
+    assert scored["total"] == rubric.total - manual, "everything but the pending manual items"
+    assert len(scored["pending_manual"]) == sum(1 for _, i in rubric.items() if i.kind == "manual")

@@ -1,0 +1,390 @@
+"""The JSON API under /api/v1: everything the pages and the CLI do, authenticated by bearer token."""
+from flask import Blueprint, Response, current_app, g, jsonify, request, url_for
+
+from ..source import MAX_BYTES, Rejected
+from . import scoring, store
+from .auth import AuthError, issue_token, require
+from .checklist import check_ids
+from .db import session
+from .models import Submission
+
+bp = Blueprint("api", __name__, url_prefix="/api/v1")
+INSTRUCTOR = "instructor"
+
+
+# ---------------------------------------------------------------- errors
+
+def error(http_status: int, code: str, message: str, **extra):
+    """A JSON error body with a machine code and a message for people."""
+    return jsonify({"error": code, "message": message, **extra}), http_status
+
+
+@bp.errorhandler(AuthError)
+def _auth_error(exc: AuthError):
+    response, status = error(exc.status, "unauthorized" if exc.status == 401 else "forbidden", exc.message)
+    if exc.status == 401:
+        response.headers["WWW-Authenticate"] = 'Bearer realm="grader"'
+    return response, status
+
+
+@bp.errorhandler(store.StoreError)
+def _store_error(exc: store.StoreError):
+    code = {404: "not_found", 409: "conflict", 429: "too_many", 503: "unavailable"}.get(exc.status, "bad_request")
+    return error(exc.status, code, exc.message)
+
+
+# ---------------------------------------------------------------- serialisation
+
+def iso(dt) -> str | None:
+    return dt.isoformat(timespec="seconds") + "Z" if dt else None
+
+
+def assignment_json(a) -> dict:
+    d = {"slug": a.slug, "title": a.title, "track": a.track, "checks": list(a.checks or []) or list(check_ids()),
+         "limits": a.limits or {}, "created_at": iso(a.created_at)}
+    if g.principal.is_instructor:
+        d["seed"] = a.seed  # the seed is never shown to students
+    return d
+
+
+def submission_json(s, sub: Submission) -> dict:
+    d = {"id": sub.id, "assignment": sub.assignment.slug, "student": sub.student.username, "filename": sub.filename,
+         "sha256": sub.sha256, "size": sub.size, "track": sub.track, "status": sub.status, "request": sub.request,
+         "attempts": sub.attempts, "same_as": sub.same_as, "created_at": iso(sub.created_at),
+         "started_at": iso(sub.started_at), "finished_at": iso(sub.finished_at),
+         "queue_position": store.queue_position(s, sub), "progress": progress(sub),
+         "links": {"self": url_for("api.get_submission", submission_id=sub.id),
+                   "result": url_for("api.get_result", submission_id=sub.id),
+                   "file": url_for("api.get_file", submission_id=sub.id)}}
+    if g.principal.is_instructor:
+        d.update(error=sub.error, worker=sub.worker, heartbeat_at=iso(sub.heartbeat_at), manual=sub.manual)
+    elif sub.status == "failed":
+        d["message"] = "grading could not be completed on our side; your instructor can see why and regrade it"
+    return d
+
+
+def progress(sub: Submission) -> dict | None:
+    """While running: the check in progress and its place among the assignment's checks."""
+    if sub.status != "running":
+        return None
+    checks = list(sub.assignment.checks or []) or list(check_ids())
+    current = sub.current_check
+    return {"check": current, "index": checks.index(current) + 1 if current in checks else None, "of": len(checks),
+            "phase": "checking" if current else "starting the sandbox"}
+
+
+def result_json(s, sub: Submission, result) -> dict:
+    """A result with its score; for a student without the seed, and scores as the student may see them."""
+    instructor = g.principal.is_instructor
+    view = (lambda scored: scored) if instructor else scoring.for_student  # noqa: E731
+    report = dict(result.report)
+    row = store.score_of(s, result)
+    scored = view(row.score) if row else None
+    d = {"submission": sub.id, "request": result.request, "created_at": iso(result.created_at),
+         "grader_version": result.grader_version, "report": report, "score": scored,
+         "rubric_version": row.rubric_version if row else None}
+    if result.request > 1:
+        earlier = [r for r in store.results_of(s, sub) if r.request < result.request]
+        if earlier:
+            before_row = store.score_of(s, earlier[-1])
+            before = view(before_row.score) if before_row else None
+            d["previous"] = {"request": earlier[-1].request, "total": before["total"] if before else None,
+                             "max": before["max"] if before else None}
+            d["diff"] = scoring.diff(before, scored)
+    if instructor:
+        d["options"] = result.options
+        d["attempt"] = result.attempt
+    else:
+        report.pop("seed", None)  # the judge's seed is never shown to students
+    return d
+
+
+# ---------------------------------------------------------------- access
+
+def visible_submission(s, submission_id: int) -> Submission:
+    """The submission if the caller may see it; another student's looks exactly like a missing one."""
+    sub = s.get(Submission, submission_id)
+    if sub is None or (not g.principal.is_instructor and sub.student_id != g.principal.student_id):
+        raise store.NotFound(f"no submission {submission_id}")
+    return sub
+
+
+def body() -> dict:
+    data = request.get_json(silent=True)
+    if not isinstance(data, dict):
+        raise store.StoreError("send a JSON object (Content-Type: application/json)")
+    return data
+
+
+# ---------------------------------------------------------------- routes
+
+@bp.get("/openapi.json")
+def openapi():
+    from .openapi import document
+    return jsonify(document())
+
+
+@bp.get("/health")
+def health():
+    """Liveness: the database answers."""
+    from sqlalchemy import text
+    session().execute(text("SELECT 1"))
+    return jsonify({"status": "ok"})
+
+
+@bp.get("/me")
+@require()
+def me():
+    p = g.principal
+    return jsonify({"role": p.role, "student": p.username})
+
+
+@bp.get("/assignments")
+@require()
+def list_assignments():
+    return jsonify([assignment_json(a) for a in store.list_assignments(session())])
+
+
+@bp.post("/assignments")
+@require(INSTRUCTOR)
+def create_assignment():
+    data = body()
+    s = session()
+    a = store.create_assignment(s, data.pop("slug", ""), **data)
+    s.commit()
+    return jsonify(assignment_json(a)), 201
+
+
+@bp.get("/assignments/<slug>")
+@require()
+def get_assignment(slug):
+    return jsonify(assignment_json(store.get_assignment(session(), slug)))
+
+
+@bp.patch("/assignments/<slug>")
+@require(INSTRUCTOR)
+def update_assignment(slug):
+    s = session()
+    a = store.update_assignment(s, slug, **body())
+    s.commit()
+    return jsonify(assignment_json(a))
+
+
+@bp.post("/assignments/<slug>/submissions")
+@require()
+def submit(slug):
+    """Upload one file (multipart field 'file', or the raw body with ?filename=); validated before it is queued."""
+    s = session()
+    assignment = store.get_assignment(s, slug)
+    student = upload_student(s)
+    data, filename = upload_bytes()
+    try:
+        upload = store.create_submission(
+            s, assignment, student, data, filename, archive_dir=current_app.config["SUBMISSIONS_DIR"],
+            enforce_attempts=current_app.config["ENFORCE_ATTEMPTS"] and not g.principal.is_instructor)
+    except Rejected as exc:
+        status = 413 if len(data) > MAX_BYTES else 422
+        return error(status, "rejected", f"{filename}: {exc}")
+    s.commit()
+    sub = upload.submission
+    if upload.created:
+        from worker.queue import send_grading
+        send_grading(current_app, sub.id, sub.task_id)
+    d = submission_json(s, sub)
+    d["duplicate"] = upload.duplicate
+    if not upload.created:
+        d["message"] = f"this file is identical to your latest submission ({sub.id}); it was not queued again"
+    elif upload.duplicate:
+        d["message"] = (f"this file is identical to your earlier submission {sub.same_as}; it is graded again as "
+                        "your latest")
+    response = jsonify(d)
+    response.headers["Location"] = d["links"]["self"]
+    return response, 202 if upload.created else 200
+
+
+def upload_student(s):
+    """Students submit for themselves; an instructor names the student (form field or query 'student')."""
+    named = request.form.get("student") or request.args.get("student")
+    if g.principal.is_instructor:
+        if not named:
+            raise store.StoreError("an instructor upload names the student: form field or query parameter 'student'")
+        return store.get_student(s, named)
+    if named and named != g.principal.username:
+        raise AuthError(403, "a student token can only submit for its own student")
+    return store.get_student(s, g.principal.username)
+
+
+def upload_bytes() -> tuple[bytes, str]:
+    """The file from a multipart upload or from the raw body."""
+    if request.files:
+        f = request.files.get("file")
+        if f is None:
+            raise store.StoreError(f"the upload has no 'file' field (got: {', '.join(request.files)})")
+        return f.read(), f.filename or "submission.py"
+    if request.mimetype in ("multipart/form-data", "application/x-www-form-urlencoded", "application/json"):
+        raise store.StoreError("no file in the upload: send it as multipart field 'file' or as the request body")
+    return request.get_data(), request.args.get("filename") or request.headers.get("X-Filename") or "submission.py"
+
+
+@bp.get("/assignments/<slug>/submissions")
+@require()
+def list_submissions(slug):
+    s = session()
+    assignment = store.get_assignment(s, slug)
+    student = None
+    if not g.principal.is_instructor:
+        student = store.get_student(s, g.principal.username)
+    elif request.args.get("student"):
+        student = store.get_student(s, request.args["student"])
+    limit = min(request.args.get("limit", 1000, type=int), 1000)
+    subs = store.list_submissions(s, assignment, student, request.args.get("status"), limit,
+                                  request.args.get("offset", 0, type=int))
+    return jsonify([submission_json(s, sub) for sub in subs])
+
+
+@bp.get("/submissions/<int:submission_id>")
+@require()
+def get_submission(submission_id):
+    s = session()
+    return jsonify(submission_json(s, visible_submission(s, submission_id)))
+
+
+@bp.get("/submissions/<int:submission_id>/file")
+@require()
+def get_file(submission_id):
+    sub = visible_submission(session(), submission_id)
+    return Response(sub.content, mimetype="text/x-python",
+                    headers={"Content-Disposition": f'attachment; filename="{sub.filename}"'})
+
+
+@bp.get("/submissions/<int:submission_id>/result")
+@require()
+def get_result(submission_id):
+    s = session()
+    sub = visible_submission(s, submission_id)
+    result = store.latest_result(s, sub)
+    if result is None:
+        return error(404, "not_graded", f"submission {sub.id} has no result yet (status: {sub.status})",
+                     status=sub.status)
+    d = result_json(s, sub, result)
+    d["current"] = sub.status == "done"  # False while a regrade is queued or running
+    return jsonify(d)
+
+
+@bp.get("/submissions/<int:submission_id>/results")
+@require()
+def list_results(submission_id):
+    s = session()
+    sub = visible_submission(s, submission_id)
+    return jsonify([result_json(s, sub, r) for r in store.results_of(s, sub)])
+
+
+@bp.get("/submissions/<int:submission_id>/attempts")
+@require(INSTRUCTOR)
+def list_attempts(submission_id):
+    s = session()
+    sub = visible_submission(s, submission_id)
+    return jsonify([{"request": a.request, "number": a.number, "worker": a.worker, "task_id": a.task_id,
+                     "started_at": iso(a.started_at), "finished_at": iso(a.finished_at), "outcome": a.outcome,
+                     "message": a.message} for a in store.attempts_of(s, sub)])
+
+
+@bp.post("/submissions/<int:submission_id>/regrade")
+@require(INSTRUCTOR)
+def regrade(submission_id):
+    s = session()
+    sub = store.request_regrade(s, visible_submission(s, submission_id))
+    s.commit()
+    from worker.queue import send_grading
+    send_grading(current_app, sub.id, sub.task_id)
+    return jsonify(submission_json(s, sub)), 202
+
+
+@bp.post("/assignments/<slug>/regrade")
+@require(INSTRUCTOR)
+def regrade_assignment(slug):
+    """Regrade every student's latest submission that is not already queued or running."""
+    s = session()
+    subs = [sub for sub in store.latest_submissions(s, store.get_assignment(s, slug)).values()
+            if sub.status in ("done", "failed")]
+    for sub in subs:
+        store.request_regrade(s, sub)
+    s.commit()
+    from worker.queue import send_grading
+    for sub in subs:
+        send_grading(current_app, sub.id, sub.task_id)
+    return jsonify({"queued": [sub.id for sub in subs]}), 202
+
+
+@bp.put("/submissions/<int:submission_id>/manual")
+@require(INSTRUCTOR)
+def set_manual(submission_id):
+    s = session()
+    sub = visible_submission(s, submission_id)
+    row = store.set_manual(s, sub, body())
+    s.commit()
+    return jsonify({"submission": sub.id, "manual": sub.manual, "score": row.score if row else None})
+
+
+@bp.post("/rescore")
+@require(INSTRUCTOR)
+def rescore():
+    """Recompute scores from stored results with the current rubric; no student code runs."""
+    s = session()
+    data = request.get_json(silent=True) or {}
+    assignment = store.get_assignment(s, data["assignment"]) if data.get("assignment") else None
+    summary = store.rescore(s, assignment)
+    s.commit()
+    return jsonify(summary)
+
+
+@bp.get("/assignments/<slug>/export")
+@require(INSTRUCTOR)
+def export(slug):
+    """One row per student on the roster: the submission that counts (rubric policy) and its score."""
+    s = session()
+    rows = store.gradebook(s, store.get_assignment(s, slug))
+    if request.args.get("format", "json") == "csv":
+        from rubric import gradebook_csv
+        return Response(gradebook_csv(rows), mimetype="text/csv",
+                        headers={"Content-Disposition": f'attachment; filename="{slug}.csv"'})
+    return jsonify([{**r, "submitted_at": iso(r["submitted_at"])} for r in rows])
+
+
+@bp.get("/students")
+@require(INSTRUCTOR)
+def list_students():
+    return jsonify([{"username": st.username, "name": st.name, "email": st.email}
+                    for st in store.list_students(session())])
+
+
+@bp.post("/students")
+@require(INSTRUCTOR)
+def add_student():
+    data = body()
+    s = session()
+    st = store.add_student(s, data.get("username", ""), data.get("name", ""), data.get("email", ""))
+    s.commit()
+    return jsonify({"username": st.username, "name": st.name, "email": st.email}), 201
+
+
+@bp.post("/students/<username>/tokens")
+@require(INSTRUCTOR)
+def student_token(username):
+    """A new token for the student; the plain text appears in this response only."""
+    s = session()
+    student = store.get_student(s, username)
+    row, plain = issue_token(s, "student", student, label=(request.get_json(silent=True) or {}).get("label", ""))
+    s.commit()
+    return jsonify({"token": plain, "id": row.id, "student": username}), 201
+
+
+@bp.get("/queue")
+@require(INSTRUCTOR)
+def queue():
+    """How many submissions are in each state, and what is running now."""
+    s = session()
+    running = store.list_submissions(s, status="running", limit=100)
+    return jsonify({"counts": store.queue_counts(s),
+                    "running": [{"id": sub.id, "check": sub.current_check, "worker": sub.worker,
+                                 "started_at": iso(sub.started_at)} for sub in running]})

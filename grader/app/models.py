@@ -1,0 +1,143 @@
+"""The store: assignments, the roster, tokens, submissions, grading attempts, results and their scores."""
+from datetime import datetime, timezone
+
+from sqlalchemy import (JSON, DateTime, Float, ForeignKey, Index, Integer, LargeBinary, MetaData, String, Text,
+                        UniqueConstraint)
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+# Named constraints, so Alembic can alter them on every backend (SQLite batch mode needs the names).
+NAMING = {"ix": "ix_%(column_0_label)s", "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+          "ck": "ck_%(table_name)s_%(constraint_name)s",
+          "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+          "pk": "pk_%(table_name)s"}
+Json = JSON().with_variant(JSONB(), "postgresql")
+STATUSES = ("queued", "running", "done", "failed")  # failed: infrastructure gave up; never a student's failure
+
+
+def utcnow() -> datetime:
+    """Naive UTC (the same on SQLite and PostgreSQL, comparable in SQL)."""
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)
+
+
+class Assignment(Base):
+    """What is graded and how: which checks, the seed (never shown to students) and the limits."""
+    __tablename__ = "assignments"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    slug: Mapped[str] = mapped_column(String(64), unique=True)
+    title: Mapped[str] = mapped_column(String(200), default="")
+    track: Mapped[str | None] = mapped_column(String(16))  # None: either track
+    checks: Mapped[list] = mapped_column(Json, default=list)  # empty: every check, as `grader check`
+    seed: Mapped[int | None] = mapped_column(Integer)  # None: the judge's default, as `grader check`
+    limits: Mapped[dict] = mapped_column(Json, default=dict)  # Limits fields, e.g. {"stage_s": 20}
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class Student(Base):
+    """One person on the roster."""
+    __tablename__ = "students"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    username: Mapped[str] = mapped_column(String(64), unique=True)
+    name: Mapped[str] = mapped_column(String(200), default="")
+    email: Mapped[str] = mapped_column(String(200), default="")
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class Token(Base):
+    """An API token, stored only as its sha256: instructor tokens, or one student's."""
+    __tablename__ = "tokens"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    role: Mapped[str] = mapped_column(String(16))  # instructor | student
+    student_id: Mapped[int | None] = mapped_column(ForeignKey("students.id"))
+    label: Mapped[str] = mapped_column(String(200), default="")
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime)
+    student: Mapped[Student | None] = relationship()
+
+
+class Submission(Base):
+    """One uploaded file and where its grading stands; the store, not the broker, is the truth."""
+    __tablename__ = "submissions"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    assignment_id: Mapped[int] = mapped_column(ForeignKey("assignments.id"), index=True)
+    student_id: Mapped[int] = mapped_column(ForeignKey("students.id"), index=True)
+    filename: Mapped[str] = mapped_column(String(255))
+    sha256: Mapped[str] = mapped_column(String(64), index=True)
+    size: Mapped[int] = mapped_column(Integer)
+    content: Mapped[bytes] = mapped_column(LargeBinary)  # at most 256 KiB; every worker host can read it
+    track: Mapped[str | None] = mapped_column(String(16))
+    same_as: Mapped[int | None] = mapped_column(ForeignKey("submissions.id"))  # an earlier identical upload
+    status: Mapped[str] = mapped_column(String(16), default="queued")
+    request: Mapped[int] = mapped_column(Integer, default=1)  # grading request: 1, then one more per regrade
+    attempts: Mapped[int] = mapped_column(Integer, default=0)  # claims of the current request
+    claim: Mapped[str | None] = mapped_column(String(36))  # the running attempt's fencing token
+    worker: Mapped[str | None] = mapped_column(String(200))
+    current_check: Mapped[str | None] = mapped_column(String(64))
+    heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime)
+    task_id: Mapped[str | None] = mapped_column(String(64))
+    enqueued_at: Mapped[datetime | None] = mapped_column(DateTime)
+    not_before: Mapped[datetime | None] = mapped_column(DateTime)  # a retry's backoff: the sweeper waits
+    error: Mapped[str | None] = mapped_column(Text)  # the last infrastructure error (instructors only)
+    manual: Mapped[dict | None] = mapped_column(Json)  # the instructor's points for manual rubric items
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    started_at: Mapped[datetime | None] = mapped_column(DateTime)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime)
+    assignment: Mapped[Assignment] = relationship()
+    student: Mapped[Student] = relationship()
+
+    __table_args__ = (Index("ix_submissions_status_enqueued", "status", "enqueued_at"),)
+
+
+class Attempt(Base):
+    """One claim of a submission by a worker, and how it ended: the redelivery evidence."""
+    __tablename__ = "attempts"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    submission_id: Mapped[int] = mapped_column(ForeignKey("submissions.id"), index=True)
+    request: Mapped[int] = mapped_column(Integer)
+    number: Mapped[int] = mapped_column(Integer)  # 1, 2, ... within the request
+    claim: Mapped[str] = mapped_column(String(36), unique=True)
+    worker: Mapped[str] = mapped_column(String(200), default="")
+    task_id: Mapped[str | None] = mapped_column(String(64))
+    started_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime)
+    outcome: Mapped[str | None] = mapped_column(String(16))  # graded | retry | failed | lost | superseded
+    message: Mapped[str | None] = mapped_column(Text)
+
+    __table_args__ = (UniqueConstraint("submission_id", "request", "number"),)
+
+
+class Result(Base):
+    """The judge's report for one grading request: raw check results, metrics, environment, timings."""
+    __tablename__ = "results"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    submission_id: Mapped[int] = mapped_column(ForeignKey("submissions.id"), index=True)
+    request: Mapped[int] = mapped_column(Integer)
+    attempt: Mapped[int] = mapped_column(Integer)
+    report: Mapped[dict] = mapped_column(Json)
+    options: Mapped[dict] = mapped_column(Json, default=dict)  # checks, seed, limits used (seed: instructors only)
+    grader_version: Mapped[str] = mapped_column(String(32), default="")
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    scores: Mapped[list["Score"]] = relationship(back_populates="result", cascade="all, delete-orphan")
+
+    # Exactly once: one result per submission per grading request, whatever the broker delivers.
+    __table_args__ = (UniqueConstraint("submission_id", "request"),)
+
+
+class Score(Base):
+    """Points for a result under one rubric version; recomputed from the stored result, never by re-running."""
+    __tablename__ = "scores"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    result_id: Mapped[int] = mapped_column(ForeignKey("results.id"), index=True)
+    rubric_version: Mapped[str] = mapped_column(String(64))
+    total: Mapped[float] = mapped_column(Float)
+    max: Mapped[float] = mapped_column(Float)
+    score: Mapped[dict] = mapped_column(Json)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    result: Mapped[Result] = relationship(back_populates="scores")
+
+    __table_args__ = (UniqueConstraint("result_id", "rubric_version"),)

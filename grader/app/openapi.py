@@ -1,0 +1,203 @@
+"""The OpenAPI 3.1 document for /api/v1, served at /api/v1/openapi.json (a test keeps it in step with the routes)."""
+from .. import __version__
+
+TAGS = ("submissions", "results", "assignments", "roster", "operations")
+
+
+def ref(name: str) -> dict:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def ok(schema: dict, description: str = "OK", status: str = "200") -> dict:
+    return {status: {"description": description, "content": {"application/json": {"schema": schema}}}}
+
+
+def errors(*codes) -> dict:
+    text = {400: "Bad request", 401: "Missing, unknown or revoked token", 403: "The token's role may not do this",
+            404: "Not found (another student's submission looks the same)", 409: "Conflict with the current state",
+            413: "The file is too large", 422: "The file was refused; the message names the problem",
+            503: "A dependency is unavailable"}
+    return {str(c): {"description": text[c], "content": {"application/json": {"schema": ref("Error")}}}
+            for c in codes}
+
+
+def op(tag: str, summary: str, responses: dict, params=(), body: dict | None = None, public=False,
+       role: str | None = None) -> dict:
+    d = {"tags": [tag], "summary": summary + (f" ({role} token)" if role else ""), "responses": responses}
+    if params:
+        d["parameters"] = list(params)
+    if body:
+        d["requestBody"] = body
+    if public:
+        d["security"] = []
+    return d
+
+
+def path_param(name: str, kind: str = "string") -> dict:
+    return {"name": name, "in": "path", "required": True, "schema": {"type": kind}}
+
+
+def query(name: str, description: str, kind: str = "string", enum=None) -> dict:
+    schema = {"type": kind} | ({"enum": list(enum)} if enum else {})
+    return {"name": name, "in": "query", "required": False, "description": description, "schema": schema}
+
+
+def json_body(schema: dict, required=True) -> dict:
+    return {"required": required, "content": {"application/json": {"schema": schema}}}
+
+
+SID = path_param("submission_id", "integer")
+SLUG = path_param("slug")
+DT = {"type": ["string", "null"], "format": "date-time"}
+TOKEN = {"type": "object", "properties": {"token": {"type": "string"}, "id": {"type": "integer"},
+                                          "student": {"type": "string"}}}
+
+
+def schemas() -> dict:
+    return {
+        "Error": {"type": "object", "required": ["error", "message"],
+                  "properties": {"error": {"type": "string", "examples": ["rejected"]},
+                                 "message": {"type": "string"}}},
+        "Assignment": {"type": "object", "properties": {
+            "slug": {"type": "string"}, "title": {"type": "string"},
+            "track": {"type": ["string", "null"], "enum": ["reverse", "lm", None]},
+            "checks": {"type": "array", "items": {"type": "string"}, "description": "check ids graded"},
+            "limits": {"type": "object", "description": "sandbox limits (grader.sandbox.Limits fields)"},
+            "seed": {"type": ["integer", "null"], "description": "instructors only; null: the judge's default"},
+            "created_at": DT}},
+        "AssignmentInput": {"type": "object", "properties": {
+            "slug": {"type": "string"}, "title": {"type": "string"}, "track": {"type": ["string", "null"]},
+            "checks": {"type": "array", "items": {"type": "string"}}, "seed": {"type": ["integer", "null"]},
+            "limits": {"type": "object"}}},
+        "Progress": {"type": ["object", "null"], "properties": {
+            "check": {"type": ["string", "null"]}, "index": {"type": ["integer", "null"]}, "of": {"type": "integer"},
+            "phase": {"type": "string"}}},
+        "Submission": {"type": "object", "properties": {
+            "id": {"type": "integer"}, "assignment": {"type": "string"}, "student": {"type": "string"},
+            "filename": {"type": "string"}, "sha256": {"type": "string"}, "size": {"type": "integer"},
+            "track": {"type": ["string", "null"]},
+            "status": {"type": "string", "enum": ["queued", "running", "done", "failed"]},
+            "request": {"type": "integer", "description": "grading request: 1, plus one per regrade"},
+            "attempts": {"type": "integer"}, "same_as": {"type": ["integer", "null"]},
+            "queue_position": {"type": ["integer", "null"], "description": "1 = next; null unless queued"},
+            "progress": ref("Progress"), "duplicate": {"type": "boolean"}, "message": {"type": "string"},
+            "created_at": DT, "started_at": DT, "finished_at": DT,
+            "links": {"type": "object", "properties": {k: {"type": "string"} for k in ("self", "result", "file")}}}},
+        "Result": {"type": "object", "properties": {
+            "submission": {"type": "integer"}, "request": {"type": "integer"}, "created_at": DT,
+            "grader_version": {"type": "string"},
+            "report": {"type": "object", "description": "the judge's report, as `grader check --json` prints it "
+                                                         "(without the seed for students)"},
+            "score": {"type": ["object", "null"], "description": "rubric score; null until a rubric scored it"},
+            "rubric_version": {"type": ["string", "null"]}, "current": {"type": "boolean"},
+            "previous": {"type": "object", "description": "the score of the request before (after a regrade)"},
+            "diff": {"description": "what changed between the previous score and this one"}}},
+        "Attempt": {"type": "object", "properties": {
+            "request": {"type": "integer"}, "number": {"type": "integer"}, "worker": {"type": "string"},
+            "task_id": {"type": ["string", "null"]}, "started_at": DT, "finished_at": DT,
+            "outcome": {"type": ["string", "null"], "enum": ["graded", "retry", "failed", "lost", "superseded", None]},
+            "message": {"type": ["string", "null"]}}},
+        "Student": {"type": "object", "properties": {k: {"type": "string"} for k in ("username", "name", "email")}},
+    }
+
+
+def paths() -> dict:
+    upload = {"required": True, "content": {
+        "multipart/form-data": {"schema": {"type": "object", "required": ["file"], "properties": {
+            "file": {"type": "string", "format": "binary"},
+            "student": {"type": "string", "description": "instructor uploads: the student's username"}}}},
+        "application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}}
+    sub_list = {"type": "array", "items": ref("Submission")}
+    return {
+        "/api/v1/openapi.json": {"get": op("operations", "This document", ok({"type": "object"}), public=True)},
+        "/api/v1/health": {"get": op("operations", "Liveness: the database answers", ok({"type": "object"}),
+                                     public=True)},
+        "/api/v1/me": {"get": op("operations", "The caller's role and student", ok({"type": "object"}) | errors(401))},
+        "/api/v1/queue": {"get": op("operations", "Submissions by status and what is running",
+                                    ok({"type": "object"}) | errors(401, 403), role="instructor")},
+        "/api/v1/assignments": {
+            "get": op("assignments", "List assignments",
+                      ok({"type": "array", "items": ref("Assignment")}) | errors(401)),
+            "post": op("assignments", "Create an assignment (checks, seed, limits)",
+                       ok(ref("Assignment"), "Created", "201") | errors(400, 401, 403, 409),
+                       body=json_body(ref("AssignmentInput")), role="instructor")},
+        "/api/v1/assignments/{slug}": {
+            "get": op("assignments", "One assignment", ok(ref("Assignment")) | errors(401, 404), [SLUG]),
+            "patch": op("assignments", "Change an assignment's settings",
+                        ok(ref("Assignment")) | errors(400, 401, 403, 404),
+                        [SLUG], json_body(ref("AssignmentInput")), role="instructor")},
+        "/api/v1/assignments/{slug}/submissions": {
+            "post": op("submissions", "Upload a file: validated (size, UTF-8, parses, TRACK) before it is queued; "
+                                      "the student's latest file uploaded again is recognised (200, duplicate)",
+                       ok(ref("Submission"), "Queued", "202") | ok(ref("Submission"), "Identical to the latest")
+                       | errors(400, 401, 403, 404, 413, 422),
+                       [SLUG, query("filename", "file name for a raw-body upload"),
+                        query("student", "instructor uploads: the student")], upload),
+            "get": op("submissions", "List submissions (a student sees only their own)",
+                      ok(sub_list) | errors(401, 404),
+                      [SLUG, query("status", "filter", enum=("queued", "running", "done", "failed")),
+                       query("student", "filter (instructors)"), query("limit", "at most 1000", "integer"),
+                       query("offset", "skip this many", "integer")])},
+        "/api/v1/assignments/{slug}/regrade": {
+            "post": op("results", "Regrade every student's latest submission", ok({"type": "object"}, "Queued", "202")
+                       | errors(401, 403, 404), [SLUG], role="instructor")},
+        "/api/v1/assignments/{slug}/export": {
+            "get": op("results", "Scores of the roster's latest submissions",
+                      {"200": {"description": "OK", "content": {"application/json": {"schema": {"type": "array"}},
+                                                                "text/csv": {"schema": {"type": "string"}}}}}
+                      | errors(401, 403, 404), [SLUG, query("format", "json (default) or csv", enum=("json", "csv"))],
+                      role="instructor")},
+        "/api/v1/submissions/{submission_id}": {
+            "get": op("submissions", "Status, queue position and the check in progress",
+                      ok(ref("Submission")) | errors(401, 404), [SID])},
+        "/api/v1/submissions/{submission_id}/file": {
+            "get": op("submissions", "The uploaded file",
+                      {"200": {"description": "OK", "content": {"text/x-python": {"schema": {"type": "string"}}}}}
+                      | errors(401, 404), [SID])},
+        "/api/v1/submissions/{submission_id}/result": {
+            "get": op("results", "The latest result and its score", ok(ref("Result")) | errors(401, 404), [SID])},
+        "/api/v1/submissions/{submission_id}/results": {
+            "get": op("results", "Every grading request's result (regrades keep the old ones)",
+                      ok({"type": "array", "items": ref("Result")}) | errors(401, 404), [SID])},
+        "/api/v1/submissions/{submission_id}/attempts": {
+            "get": op("operations", "Every claim of the submission by a worker and how it ended",
+                      ok({"type": "array", "items": ref("Attempt")}) | errors(401, 403, 404), [SID],
+                      role="instructor")},
+        "/api/v1/submissions/{submission_id}/regrade": {
+            "post": op("results", "Run the judge again; the earlier result is kept",
+                       ok(ref("Submission"), "Queued", "202") | errors(401, 403, 404, 409), [SID], role="instructor")},
+        "/api/v1/submissions/{submission_id}/manual": {
+            "put": op("results", "Points for manual rubric items (then rescored)", ok({"type": "object"})
+                      | errors(400, 401, 403, 404), [SID], json_body({"type": "object"}), role="instructor")},
+        "/api/v1/rescore": {
+            "post": op("results", "Recompute scores from stored results with the current rubric (no student code runs)",
+                       ok({"type": "object"}) | errors(401, 403, 404, 503),
+                       body=json_body({"type": "object", "properties": {"assignment": {"type": "string"}}}, False),
+                       role="instructor")},
+        "/api/v1/students": {
+            "get": op("roster", "The roster", ok({"type": "array", "items": ref("Student")}) | errors(401, 403),
+                      role="instructor"),
+            "post": op("roster", "Add a student", ok(ref("Student"), "Created", "201") | errors(400, 401, 403, 409),
+                       body=json_body(ref("Student")), role="instructor")},
+        "/api/v1/students/{username}/tokens": {
+            "post": op("roster", "Issue a token for the student (shown once)",
+                       ok(TOKEN, "Created", "201") | errors(401, 403, 404), [path_param("username")],
+                       role="instructor")},
+    }
+
+
+def document() -> dict:
+    """The whole OpenAPI document."""
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "Transformer capstone grader API", "version": __version__,
+                 "description": "Upload, queue, grade and score submissions. Every call except openapi.json and "
+                                "health needs 'Authorization: Bearer <token>': an instructor token, or a student "
+                                "token that sees only that student's submissions."},
+        "servers": [{"url": "/"}],
+        "tags": [{"name": t} for t in TAGS],
+        "security": [{"bearer": []}],
+        "paths": paths(),
+        "components": {"schemas": schemas(),
+                       "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}},
+    }

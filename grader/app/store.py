@@ -1,0 +1,362 @@
+"""Plain functions over a session: the API, the pages, the CLI and the worker all go through these.
+
+The grading state machine (claim, heartbeat, finish, release, sweep) is in jobs.py.
+"""
+import logging
+import os
+import threading
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import and_, func, or_, select
+from sqlalchemy.orm import Session
+
+from ..source import Rejected, Source, read_source
+from . import scoring
+from .models import Assignment, Attempt, Result, Score, Student, Submission, utcnow
+
+log = logging.getLogger(__name__)
+ASSIGNMENT_FIELDS = ("title", "track", "checks", "seed", "limits")
+PARSE_LOCK = threading.Lock()
+
+
+class StoreError(Exception):
+    """A request the store refuses; `status` is the HTTP status the API answers with."""
+    status = 400
+
+    def __init__(self, message: str, status: int | None = None):
+        super().__init__(message)
+        self.message = message
+        if status is not None:
+            self.status = status
+
+
+class NotFound(StoreError):
+    status = 404
+
+
+class Conflict(StoreError):
+    status = 409
+
+
+# ---------------------------------------------------------------- assignments and the roster
+
+def validate_assignment(fields: dict) -> dict:
+    """Check assignment settings; ValueError names a bad one."""
+    from ..sandbox import Limits
+    from .checklist import check_ids
+    all_ids = check_ids()
+    out = {}
+    for key, value in fields.items():
+        if key not in ASSIGNMENT_FIELDS:
+            raise StoreError(f"unknown assignment field {key!r}; known: {', '.join(ASSIGNMENT_FIELDS)}")
+        if key == "track" and value not in (None, "reverse", "lm"):
+            raise StoreError('track must be "reverse", "lm" or null (either)')
+        if key == "checks":
+            value = list(value or [])
+            unknown = [c for c in value if c not in all_ids]
+            if unknown:
+                raise StoreError(f"unknown check id {', '.join(map(str, unknown))}; known: {', '.join(all_ids)}")
+        if key == "seed" and value is not None and not isinstance(value, int):
+            raise StoreError("seed must be an integer or null (the judge's default)")
+        if key == "limits":
+            value = dict(value or {})
+            try:
+                Limits(**value)
+            except TypeError:
+                raise StoreError(f"unknown limit in {sorted(value)}; known: {', '.join(Limits().to_dict())}") from None
+        out[key] = value
+    return out
+
+
+def create_assignment(s: Session, slug: str, **fields) -> Assignment:
+    """A new assignment; by default graded exactly as `grader check` grades."""
+    if not slug or len(slug) > 64 or not slug.replace("-", "").replace("_", "").isalnum():
+        raise StoreError("slug must be 1-64 letters, digits, '-' or '_'")
+    if s.scalar(select(Assignment).where(Assignment.slug == slug)):
+        raise Conflict(f"assignment {slug!r} already exists")
+    assignment = Assignment(slug=slug, **{"checks": [], "limits": {}, "title": "", **validate_assignment(fields)})
+    s.add(assignment)
+    s.flush()
+    return assignment
+
+
+def update_assignment(s: Session, slug: str, **fields) -> Assignment:
+    """Change an assignment's settings (they apply to gradings that start afterwards)."""
+    assignment = get_assignment(s, slug)
+    for key, value in validate_assignment(fields).items():
+        setattr(assignment, key, value)
+    s.flush()
+    return assignment
+
+
+def get_assignment(s: Session, slug: str) -> Assignment:
+    """The assignment, or NotFound."""
+    assignment = s.scalar(select(Assignment).where(Assignment.slug == slug))
+    if assignment is None:
+        raise NotFound(f"no assignment {slug!r}")
+    return assignment
+
+
+def list_assignments(s: Session) -> list[Assignment]:
+    return list(s.scalars(select(Assignment).order_by(Assignment.id)))
+
+
+def add_student(s: Session, username: str, name: str = "", email: str = "") -> Student:
+    """Put a student on the roster."""
+    if not username or len(username) > 64:
+        raise StoreError("username must be 1-64 characters")
+    if s.scalar(select(Student).where(Student.username == username)):
+        raise Conflict(f"student {username!r} is already on the roster")
+    student = Student(username=username, name=name or "", email=email or "")
+    s.add(student)
+    s.flush()
+    return student
+
+
+def get_student(s: Session, username: str) -> Student:
+    student = s.scalar(select(Student).where(Student.username == username))
+    if student is None:
+        raise NotFound(f"no student {username!r} on the roster")
+    return student
+
+
+def list_students(s: Session) -> list[Student]:
+    return list(s.scalars(select(Student).order_by(Student.username)))
+
+
+# ---------------------------------------------------------------- submissions
+
+@dataclass
+class Upload:
+    """What an upload did: the submission, and whether it is new or the student's latest file again."""
+    submission: Submission
+    created: bool
+    duplicate: bool = False
+
+
+def validate_upload(data: bytes, assignment: Assignment) -> Source:
+    """The upload rules of CONTRACT.md; Rejected names the problem."""
+    with PARSE_LOCK:  # CPython 3.11.2's ast.parse is not thread-safe ("AST constructor recursion depth mismatch")
+        source = read_source(data)
+    if source.track is None:
+        raise Rejected(source.track_problem)
+    if assignment.track and source.track != assignment.track:
+        raise Rejected(f'TRACK is "{source.track}" but assignment {assignment.slug!r} is graded on '
+                       f'track "{assignment.track}"')
+    return source
+
+
+class TooMany(StoreError):
+    status = 429
+
+
+def create_submission(s: Session, assignment: Assignment, student: Student, data: bytes, filename: str,
+                      archive_dir: str | None = None, enforce_attempts: bool = False) -> Upload:
+    """Validate and store an upload as queued; the same file as the student's latest is that submission again.
+
+    With enforce_attempts, the rubric policy's attempts per period apply (TooMany says when more are allowed).
+    """
+    source = validate_upload(data, assignment)
+    filename = os.path.basename(filename or "submission.py")[:255] or "submission.py"
+    mine = select(Submission).where(Submission.assignment_id == assignment.id, Submission.student_id == student.id)
+    latest = s.scalar(mine.order_by(Submission.id.desc()).limit(1))
+    if latest is not None and latest.sha256 == source.sha256:
+        return Upload(latest, created=False, duplicate=True)
+    earlier = s.scalar(mine.where(Submission.sha256 == source.sha256).order_by(Submission.id).limit(1))
+    now = utcnow()
+    if enforce_attempts:
+        check_attempts(s, assignment, student, now)
+    sub = Submission(assignment_id=assignment.id, student_id=student.id, filename=filename, sha256=source.sha256,
+                     size=len(data), content=data, track=source.track, same_as=earlier.id if earlier else None,
+                     status="queued", request=1, attempts=0, task_id=new_task_id(), enqueued_at=now, created_at=now)
+    s.add(sub)
+    s.flush()
+    if archive_dir:
+        archive(archive_dir, sub)
+    return Upload(sub, created=True, duplicate=earlier is not None)
+
+
+def check_attempts(s: Session, assignment: Assignment, student: Student, now: datetime) -> None:
+    """TooMany when the student has used every attempt of the current period (the rubric's policy)."""
+    policy = scoring.policy()
+    if policy is None or not policy.attempts:
+        return
+    from rubric import attempts_left, next_period_starts
+    times = s.scalars(select(Submission.created_at).where(Submission.assignment_id == assignment.id,
+                                                          Submission.student_id == student.id))
+    if attempts_left(list(times), now, policy) == 0:
+        again = next_period_starts(now, policy)
+        raise TooMany(f"you have used all {policy.attempts} submissions allowed per {policy.period}"
+                      + (f"; you can submit again from {again.isoformat()}" if again else ""))
+
+
+def archive(directory: str, sub: Submission) -> None:
+    """A copy on disk, <dir>/<assignment>/<student>/<id>-<name>, written atomically (the database is the truth)."""
+    folder = os.path.join(directory, sub.assignment.slug, sub.student.username)
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, f"{sub.id}-{sub.filename}")
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as fh:
+        fh.write(sub.content)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def new_task_id() -> str:
+    return str(uuid.uuid4())
+
+
+def get_submission(s: Session, submission_id: int) -> Submission:
+    sub = s.get(Submission, submission_id)
+    if sub is None:
+        raise NotFound(f"no submission {submission_id}")
+    return sub
+
+
+def list_submissions(s: Session, assignment: Assignment | None = None, student: Student | None = None,
+                     status: str | None = None, limit: int = 1000, offset: int = 0) -> list[Submission]:
+    q = select(Submission).order_by(Submission.id)
+    if assignment is not None:
+        q = q.where(Submission.assignment_id == assignment.id)
+    if student is not None:
+        q = q.where(Submission.student_id == student.id)
+    if status:
+        q = q.where(Submission.status == status)
+    return list(s.scalars(q.limit(limit).offset(offset)))
+
+
+def latest_submissions(s: Session, assignment: Assignment) -> dict[int, Submission]:
+    """student id -> that student's latest submission to the assignment."""
+    newest = (select(func.max(Submission.id)).where(Submission.assignment_id == assignment.id)
+              .group_by(Submission.student_id))
+    return {sub.student_id: sub for sub in s.scalars(select(Submission).where(Submission.id.in_(newest)))}
+
+
+def queue_position(s: Session, sub: Submission) -> int | None:
+    """1 for the next to be graded: queued submissions sent to the queue before this one, plus one."""
+    if sub.status != "queued":
+        return None
+    ahead = s.scalar(select(func.count()).select_from(Submission).where(
+        Submission.status == "queued",
+        or_(Submission.enqueued_at < sub.enqueued_at,
+            and_(Submission.enqueued_at == sub.enqueued_at, Submission.id < sub.id))))
+    return ahead + 1
+
+
+def queue_counts(s: Session) -> dict:
+    """Submissions by status."""
+    rows = s.execute(select(Submission.status, func.count()).group_by(Submission.status))
+    return {status: n for status, n in rows}
+
+
+def request_regrade(s: Session, sub: Submission) -> Submission:
+    """Grade again (a new grading request); the earlier results stay, for the score before and after."""
+    if sub.status in ("queued", "running"):
+        raise Conflict(f"submission {sub.id} is {sub.status}; regrade it once it is done")
+    sub.request += 1
+    sub.status, sub.attempts, sub.claim, sub.current_check = "queued", 0, None, None
+    sub.error, sub.not_before, sub.started_at, sub.finished_at = None, None, None, None
+    sub.task_id, sub.enqueued_at = new_task_id(), utcnow()
+    s.flush()
+    return sub
+
+
+# ---------------------------------------------------------------- results and scores
+
+def results_of(s: Session, sub: Submission) -> list[Result]:
+    """Every stored result of the submission, oldest request first."""
+    return list(s.scalars(select(Result).where(Result.submission_id == sub.id).order_by(Result.request)))
+
+
+def latest_result(s: Session, sub: Submission) -> Result | None:
+    return s.scalar(select(Result).where(Result.submission_id == sub.id).order_by(Result.request.desc()).limit(1))
+
+
+def attempts_of(s: Session, sub: Submission) -> list[Attempt]:
+    return list(s.scalars(select(Attempt).where(Attempt.submission_id == sub.id)
+                          .order_by(Attempt.request, Attempt.number)))
+
+
+def score_of(s: Session, result: Result, rubric_version: str | None = None) -> Score | None:
+    """The score under rubric_version (default: the newest one stored for the result)."""
+    q = select(Score).where(Score.result_id == result.id)
+    if rubric_version is not None:
+        q = q.where(Score.rubric_version == rubric_version)
+    return s.scalar(q.order_by(Score.id.desc()).limit(1))
+
+
+def score_result(s: Session, result: Result, rubric=None) -> Score | None:
+    """Compute and store (or replace) the result's score under the current rubric; None without a rubric.
+
+    The score is a function of stored data only: the report, the manual grades and the upload time (late penalty).
+    """
+    sub = s.get(Submission, result.submission_id)
+    scored = scoring.compute(result.report, sub.manual, rubric, submitted_at=sub.created_at)
+    if scored is None:
+        return None
+    version = str(scored.get("rubric_version"))
+    row = score_of(s, result, version)
+    if row is None:
+        row = Score(result_id=result.id, rubric_version=version)
+        s.add(row)
+    row.score, row.total, row.max, row.created_at = scored, float(scored["total"]), float(scored["max"]), utcnow()
+    s.flush()
+    return row
+
+
+def set_manual(s: Session, sub: Submission, grades: dict) -> Score | None:
+    """Record the instructor's grades for manual rubric items, {item id: {"points", "comment"}}; rescore."""
+    if not isinstance(grades, dict) or not all(isinstance(v, dict) and "points" in v for v in grades.values()):
+        raise StoreError('manual grades are an object {item id: {"points": number, "comment": text}}')
+    sub.manual = {**(sub.manual or {}), **grades}
+    s.flush()
+    result = latest_result(s, sub)
+    return score_result(s, result) if result else None
+
+
+def rescore(s: Session, assignment: Assignment | None = None) -> dict:
+    """Recompute every stored result's score with the current rubric (no student code runs)."""
+    rubric = scoring.reload_rubric()
+    if rubric is None:
+        raise StoreError("the rubric package is not available", 503)
+    q = select(Result, Submission).join(Submission, Submission.id == Result.submission_id)
+    if assignment is not None:
+        q = q.where(Submission.assignment_id == assignment.id)
+    changed, count = [], 0
+    for result, sub in s.execute(q.order_by(Result.id)).all():
+        before = score_of(s, result)
+        after = score_result(s, result, rubric)
+        count += 1
+        if before is not None and (before.total != after.total or before.rubric_version != after.rubric_version):
+            changed.append({"submission": sub.id, "request": result.request, "before": before.total,
+                            "after": after.total, "rubric_before": before.rubric_version,
+                            "diff": scoring.diff(before.score, after.score)})
+    s.flush()
+    return {"rubric_version": str(rubric.version), "rescored": count, "changed": changed}
+
+
+def gradebook(s: Session, assignment: Assignment) -> list[dict]:
+    """A row per roster student: the submission that counts under the rubric policy ("best" or "last")."""
+    policy = scoring.policy()
+    by_student: dict[int, list] = {}
+    for sub in list_submissions(s, assignment, limit=10**9):
+        result = latest_result(s, sub)
+        row = score_of(s, result) if result else None
+        by_student.setdefault(sub.student_id, []).append(
+            {"submission": sub.id, "submitted_at": sub.created_at, "status": sub.status, "sha256": sub.sha256,
+             "score": row.score if row else None})
+    rows = []
+    for student in list_students(s):
+        subs = by_student.get(student.id, [])
+        if policy is not None:
+            from rubric import counted_submission
+            counted = counted_submission(subs, policy)
+        else:
+            counted = subs[-1] if subs else None
+        rows.append({"student": student.username, "name": student.name, "submissions": len(subs),
+                     **(counted or {"submission": None, "submitted_at": None, "status": None, "sha256": None,
+                                    "score": None})})
+    return rows

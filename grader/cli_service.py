@@ -1,0 +1,207 @@
+"""`grader serve | worker | sweep | db | token | roster | assignment`: the service's commands.
+
+Registered on the `grader` group by grader/cli.py. Heavy imports (flask, celery, sqlalchemy) happen inside
+the commands so that `grader check` stays quick.
+"""
+import csv
+import json
+import os
+
+import click
+
+from .cli import main
+
+
+def make_app(migrate: bool = True):
+    """The app from the instance file and GRADER_* variables; db commands migrate only when asked."""
+    if not migrate:
+        os.environ.setdefault("GRADER_AUTO_MIGRATE", "false")
+    from .app import create_app
+    return create_app()
+
+
+def in_session(fn):
+    """Run fn(session) in a committed session of a fresh app."""
+    from .app.db import get_db
+    app = make_app()
+    with app.app_context(), get_db(app).session() as s:
+        return fn(s)
+
+
+@main.command()
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=5000, show_default=True, type=int)
+@click.option("--debug", is_flag=True, help="Flask's debugger and reloader (never in production).")
+def serve(host, port, debug):
+    """Run the web app and JSON API (a development server; in production: gunicorn 'grader.app:create_app()')."""
+    app = make_app()
+    app.run(host=host, port=port, debug=debug, threaded=True)
+
+
+@main.command()
+@click.option("--concurrency", "-c", default=1, show_default=True, type=int, help="Grading processes.")
+@click.option("--beat/--no-beat", default=False, help="Also run the sweeper's schedule (one worker per cluster).")
+@click.option("--loglevel", "-l", default="info", show_default=True)
+@click.option("--hostname", "-n", default=None, help="Celery node name (default celery@<host>).")
+def worker(concurrency, beat, loglevel, hostname):
+    """Run a Celery grading worker bound to the app's settings."""
+    from .app.config import sweep_queue
+    app = make_app()
+    queues = f"{app.config['QUEUE']},{sweep_queue(app.config)}"
+    argv = ["worker", f"--loglevel={loglevel}", f"--concurrency={concurrency}", "-Q", queues,
+            "--without-gossip", "--without-mingle"]
+    if hostname:
+        argv += ["-n", hostname]
+    if beat:
+        argv += ["-B", "-s", os.path.join(app.instance_path, "celerybeat-schedule")]
+    app.extensions["celery"].worker_main(argv)
+
+
+@main.command()
+def sweep():
+    """One sweeper pass now: queue again what the broker lost (the beat schedule does this periodically)."""
+    from worker.sweeper import sweep as run
+    app = make_app()
+    with app.app_context():
+        click.echo(json.dumps(run(app)))
+
+
+@main.group()
+def db():
+    """Database schema migrations (Alembic). The app also migrates on startup unless GRADER_AUTO_MIGRATE=false."""
+
+
+@db.command()
+@click.argument("revision", default="head")
+def upgrade(revision):
+    """Apply migrations up to REVISION (default: head)."""
+    from .app.db import current_revision, get_db, upgrade as up
+    app = make_app(migrate=False)
+    up(get_db(app), revision)
+    click.echo(f"database at revision {current_revision(get_db(app))}")
+
+
+@db.command()
+@click.argument("revision")
+def downgrade(revision):
+    """Revert migrations down to REVISION ('base' empties the schema)."""
+    from .app.db import current_revision, downgrade as down, get_db
+    app = make_app(migrate=False)
+    down(get_db(app), revision)
+    click.echo(f"database at revision {current_revision(get_db(app))}")
+
+
+@db.command()
+def current():
+    """Print the database's revision."""
+    from .app.db import current_revision, get_db
+    click.echo(current_revision(get_db(make_app(migrate=False))) or "(none)")
+
+
+@main.group()
+def token():
+    """API tokens (stored hashed: a token is shown once, when created)."""
+
+
+@token.command("create")
+@click.option("--instructor", "role", flag_value="instructor", help="A token that may do everything.")
+@click.option("--student", "username", help="A token for this student only.")
+@click.option("--label", default="", help="A note saying whose or what for.")
+def token_create(role, username, label):
+    """Create a token and print it."""
+    from .app import store
+    from .app.auth import issue_token
+    if bool(role) == bool(username):
+        raise click.UsageError("give exactly one of --instructor or --student USERNAME")
+
+    def create(s):
+        student = store.get_student(s, username) if username else None
+        return issue_token(s, "student" if username else "instructor", student, label)[1]
+    click.echo(_or_fail(create))
+
+
+@token.command("list")
+def token_list():
+    """List tokens (ids, roles, students; never the secrets)."""
+    from .app.auth import list_tokens
+
+    def rows(s):
+        return [(t.id, t.role, t.student.username if t.student else "-", t.label,
+                 "revoked" if t.revoked_at else "active") for t in list_tokens(s)]
+    for row in in_session(rows):
+        click.echo("\t".join(map(str, row)))
+
+
+@token.command("revoke")
+@click.argument("token_id", type=int)
+def token_revoke(token_id):
+    """Revoke the token with id TOKEN_ID."""
+    from .app.auth import revoke_token
+    if not in_session(lambda s: revoke_token(s, token_id)):
+        raise click.ClickException(f"no active token {token_id}")
+    click.echo(f"revoked token {token_id}")
+
+
+@main.group()
+def roster():
+    """The student roster."""
+
+
+@roster.command("add")
+@click.argument("username")
+@click.option("--name", default="")
+@click.option("--email", default="")
+def roster_add(username, name, email):
+    """Add one student."""
+    from .app import store
+    _or_fail(lambda s: store.add_student(s, username, name, email))
+    click.echo(f"added {username}")
+
+
+@roster.command("import")
+@click.argument("path", type=click.Path(exists=True, dir_okay=False))
+def roster_import(path):
+    """Add the students of a CSV file with columns username[,name,email]; existing ones are skipped."""
+    from .app import store
+
+    def add_all(s):
+        added = 0
+        with open(path, newline="") as fh:
+            for row in csv.DictReader(fh):
+                try:
+                    store.get_student(s, row["username"])
+                except store.NotFound:
+                    store.add_student(s, row["username"], row.get("name") or "", row.get("email") or "")
+                    added += 1
+        return added
+    click.echo(f"added {_or_fail(add_all)} student(s)")
+
+
+@main.group()
+def assignment():
+    """Assignments: which checks, seed and limits a submission is graded with."""
+
+
+@assignment.command("create")
+@click.argument("slug")
+@click.option("--title", default="")
+@click.option("--track", type=click.Choice(["reverse", "lm"]), default=None, help="Default: either track.")
+@click.option("--checks", default="", help="Comma-separated check ids (default: all, as `grader check`).")
+@click.option("--seed", type=int, default=None, help="Default: the judge's seed, as `grader check`.")
+@click.option("--stage-s", type=float, default=None, help="Seconds per check (default: the judge's).")
+def assignment_create(slug, title, track, checks, seed, stage_s):
+    """Create an assignment."""
+    from .app import store
+    fields = {"title": title, "track": track, "checks": [c.strip() for c in checks.split(",") if c.strip()],
+              "seed": seed, "limits": {"stage_s": stage_s} if stage_s else {}}
+    _or_fail(lambda s: store.create_assignment(s, slug, **fields))
+    click.echo(f"created assignment {slug}")
+
+
+def _or_fail(fn):
+    """in_session(fn), with the store's refusals as click errors."""
+    from .app.store import StoreError
+    try:
+        return in_session(fn)
+    except StoreError as exc:
+        raise click.ClickException(exc.message) from None

@@ -4,6 +4,8 @@ import sys
 
 import click
 
+from rubric import RubricError, load_rubric, points_by_check, score, summary_lines
+
 from .checks import ALL_IDS
 from .configs import DEFAULT_SEED
 from .judge import Options, grade_file
@@ -35,7 +37,9 @@ def main():
 @click.option("--skip", help="Comma-separated check ids to leave out.")
 @click.option("--seed", type=int, default=DEFAULT_SEED, show_default=True, help="Seed for the judge's inputs.")
 @click.option("--timeout", type=float, default=Limits.stage_s, show_default=True, help="Seconds per check.")
-def check(path, as_json, only, skip, seed, timeout):
+@click.option("--rubric", "rubric_path", type=click.Path(exists=True, dir_okay=False),
+              help="Rubric file for the points (default: the packaged capstone rubric).")
+def check(path, as_json, only, skip, seed, timeout, rubric_path):
     """Grade the module at PATH locally, in a sandbox, and show each check's verdict.
 
     \b
@@ -43,31 +47,55 @@ def check(path, as_json, only, skip, seed, timeout):
       grader check submissions/reference_lm.py
       grader check my_transformer.py --only attention_sdpa,rope
       grader check my_transformer.py --json > result.json
+      grader check my_transformer.py --rubric my_rubric.toml
 
-    Exit status is 0 whenever grading completed, whatever the result; 2 for bad usage.
+    Exit status is 0 whenever grading completed, whatever the result; 2 for bad usage (an invalid --rubric too).
     """
     options = Options(seed=seed, only=parse_ids(only), skip=parse_ids(skip), limits=Limits(stage_s=timeout))
+    rubric = load_points_rubric(rubric_path)
     report = grade_file(path, options)
+    scored = score(report, rubric) if rubric else None
     if as_json:
-        click.echo(json.dumps(report, indent=2, sort_keys=True))
+        click.echo(json.dumps({**report, "score": scored}, indent=2, sort_keys=True))
     else:
-        print_table(report)
+        print_table(report, scored)
 
 
-def print_table(report: dict) -> None:
-    """A readable table: one row per check, then its message and details."""
+def load_points_rubric(path):
+    """The rubric for the points column; a bad --rubric is a usage error, a bad packaged one only a warning."""
+    try:
+        return load_rubric(path)
+    except RubricError as exc:
+        if path:
+            raise click.BadParameter(str(exc), param_hint="--rubric") from None
+        # the checks still grade without points; the score can be computed later from the stored report
+        click.echo(f"warning: no points shown, the packaged rubric does not load: {exc}", err=True)
+        return None
+
+
+def print_table(report: dict, scored: dict | None = None) -> None:
+    """A readable table: one row per check with its rubric points, then its message and details; then the score."""
     sub = report["submission"]
     click.echo(f"{sub['name']}  track={sub.get('track') or '?'}  sha256={str(sub.get('sha256', ''))[:12]}")
     width = max(len(c["id"]) for c in report["checks"]) if report["checks"] else 10
+    points = points_by_check(scored) if scored else {}
+    pad = 12 if scored else 0  # room for the points column, so details stay aligned under the message
     for c in report["checks"]:
         status = click.style(f"{c['status']:<8}", fg=COLOURS[c["status"]], bold=True)
-        click.echo(f"  {c['id']:<{width}}  {status} {c['duration_s']:6.2f}s  {c['message']}")
+        got = points.get(c["id"])
+        column = (f"{got[0]:>6.2f}/{got[1]:<4g} " if got else f"{'-':>6} {'':<4} ") if scored else ""
+        click.echo(f"  {c['id']:<{width}}  {status} {c['duration_s']:6.2f}s  {column}{c['message']}")
         for line in c["details"][1:] if c["status"] == "fail" else c["details"]:
-            click.echo(f"  {'':<{width}}           {'':>6}   - {line}")
+            click.echo(f"  {'':<{width}}           {'':>6}  {'':<{pad}} - {line}")
     summary = ", ".join(f"{n} {s}" for s, n in report["summary"].items())
     t = report.get("timings", {})
     click.echo(f"{summary}  (total {t.get('total_s', 0):.1f}s, torch import {t.get('torch_import_s') or 0:.1f}s)")
+    for line in summary_lines(scored) if scored else ():
+        click.echo(line)
 
+
+from . import cli_service  # noqa: E402,F401  (registers serve, worker, db, token, ...: the service's commands)
+from . import cli_client  # noqa: E402,F401  (registers submit, status, results, export, ...: the client)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,0 +1,1 @@
+"""Tests of the `grader` client: error paths against the API, and a batch end to end against the real service."""

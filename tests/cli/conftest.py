@@ -1,0 +1,83 @@
+"""Fixtures for the `grader` client: a light API server (SQLite, no worker) and a real grading cluster.
+
+Reuses the service tests' helpers (tests/service/svc_cluster.py, svc_helpers.py) and their `pg_url` fixture.
+"""
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).resolve().parents[1]
+if str(TESTS) not in sys.path:  # pytest puts it there for tests/conftest.py; be sure when run alone
+    sys.path.insert(0, str(TESTS))
+
+from service.conftest import pg_url  # noqa: E402,F401  (the service's PostgreSQL database for the session)
+from service.svc_cluster import LiveServer, RedisServer, Worker  # noqa: E402
+from service.svc_helpers import empty_tables, make_app, make_course, unavailable  # noqa: E402
+
+from .cli_helpers import CLUSTER_SETTINGS, Server  # noqa: E402
+
+logging.getLogger("werkzeug").setLevel(logging.WARNING)  # a line per request drowns a failure's output
+
+
+@pytest.fixture(autouse=True)
+def no_user_config(tmp_path, monkeypatch):
+    """No test reads the user's own config file or GRADER_SERVER/GRADER_TOKEN."""
+    monkeypatch.setenv("GRADER_CONFIG", str(tmp_path / "no-config.toml"))
+    for name in ("GRADER_SERVER", "GRADER_TOKEN", "GRADER_RETRIES", "GRADER_TIMEOUT", "GRADER_ASSIGNMENT"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture(scope="module")
+def api_server(tmp_path_factory):
+    """The API on SQLite over real HTTP, jobs to an in-memory broker (nothing grades): for the error paths."""
+    from grader.app.db import get_db
+    tmp = tmp_path_factory.mktemp("api")
+    previous = os.environ.get("GRADER_INSTANCE_PATH")
+    os.environ["GRADER_INSTANCE_PATH"] = str(tmp / "instance")
+    try:
+        app = make_app(f"sqlite:///{tmp}/grader.sqlite", tmp, ENFORCE_ATTEMPTS=False)
+    finally:
+        os.environ.pop("GRADER_INSTANCE_PATH") if previous is None else os.environ.update(GRADER_INSTANCE_PATH=previous)
+    course = make_course(app, "cap", ["split_heads"])
+    live = LiveServer(app).start()
+    yield Server(live.url, app, course, tmp)
+    live.stop()
+    get_db(app).engine.dispose()
+
+
+@pytest.fixture(scope="module")
+def cluster(pg_url, tmp_path_factory):
+    """The app on PostgreSQL over HTTP, a Redis of our own and one `grader worker` with 2 grading processes."""
+    from grader.app import create_app
+    from grader.app.db import get_db
+    workdir = tmp_path_factory.mktemp("cli-cluster")
+    try:
+        redis = RedisServer(workdir).start()
+    except FileNotFoundError as exc:
+        unavailable(str(exc))
+    settings = {"DATABASE_URL": pg_url, "BROKER_URL": redis.url, "SUBMISSIONS_DIR": str(workdir / "archive"),
+                **CLUSTER_SETTINGS}
+    env = {**os.environ, "GRADER_INSTANCE_PATH": str(workdir / "worker-instance"),
+           **{f"GRADER_{k}": json.dumps(v) if not isinstance(v, str) else v for k, v in settings.items()}}
+    previous = os.environ.get("GRADER_INSTANCE_PATH")
+    os.environ["GRADER_INSTANCE_PATH"] = str(workdir / "web-instance")
+    try:
+        app = create_app({**settings, "SECRET_KEY": "test"})
+    finally:
+        os.environ.pop("GRADER_INSTANCE_PATH") if previous is None else os.environ.update(GRADER_INSTANCE_PATH=previous)
+    empty_tables(app)
+    course = make_course(app, "batch", ["split_heads"])
+    live = LiveServer(app).start()
+    worker = Worker("cli", env, workdir, concurrency=2, beat=True)
+    try:
+        worker.start()
+        yield Server(live.url, app, course, workdir, worker)
+    finally:
+        worker.kill()
+        live.stop()
+        redis.stop()
+        get_db(app).engine.dispose()

@@ -1,14 +1,12 @@
 """The `grader` command: a thin click layer over the judge's plain functions."""
 import json
-import sys
 
 import click
 
 from rubric import RubricError, load_rubric, points_by_check, score, summary_lines
 
-from .checks import ALL_IDS
 from .configs import DEFAULT_SEED
-from .judge import Options, grade_file
+from .registry import check_ids, check_registry
 from .sandbox import Limits
 
 COLOURS = {"pass": "green", "fail": "red", "error": "red", "timeout": "yellow", "oom": "yellow", "crash": "magenta",
@@ -18,9 +16,10 @@ COLOURS = {"pass": "green", "fail": "red", "error": "red", "timeout": "yellow", 
 def parse_ids(value: str | None) -> tuple:
     """'a,b' -> ('a', 'b'); unknown ids are a usage error."""
     ids = tuple(v.strip() for v in (value or "").split(",") if v.strip())
-    unknown = [i for i in ids if i not in ALL_IDS]
+    known = check_ids()
+    unknown = [i for i in ids if i not in known]
     if unknown:
-        raise click.BadParameter(f"unknown check id {', '.join(unknown)}; known: {', '.join(ALL_IDS)}")
+        raise click.BadParameter(f"unknown check id {', '.join(unknown)}; known: {', '.join(known)}")
     return ids
 
 
@@ -51,6 +50,8 @@ def check(path, as_json, only, skip, seed, timeout, rubric_path):
 
     Exit status is 0 whenever grading completed, whatever the result; 2 for bad usage (an invalid --rubric too).
     """
+    from .judge import Options, grade_file  # imports torch: only this command pays for it
+
     options = Options(seed=seed, only=parse_ids(only), skip=parse_ids(skip), limits=Limits(stage_s=timeout))
     rubric = load_points_rubric(rubric_path)
     report = grade_file(path, options)
@@ -64,7 +65,7 @@ def check(path, as_json, only, skip, seed, timeout, rubric_path):
 def load_points_rubric(path):
     """The rubric for the points column; a bad --rubric is a usage error, a bad packaged one only a warning."""
     try:
-        return load_rubric(path)
+        return load_rubric(path, checks=check_registry())
     except RubricError as exc:
         if path:
             raise click.BadParameter(str(exc), param_hint="--rubric") from None
@@ -96,6 +97,3 @@ def print_table(report: dict, scored: dict | None = None) -> None:
 
 from . import cli_service  # noqa: E402,F401  (registers serve, worker, db, token, ...: the service's commands)
 from . import cli_client  # noqa: E402,F401  (registers submit, status, results, export, ...: the client)
-
-if __name__ == "__main__":
-    sys.exit(main())

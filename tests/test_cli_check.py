@@ -7,7 +7,7 @@ import pytest
 
 from conftest import REFERENCES, ROOT
 
-GRADER = [sys.executable, "-m", "grader.cli"]
+GRADER = [sys.executable, "-m", "grader"]
 
 
 def run(*args):

@@ -8,6 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 import grader.cli
+import grader.judge
 from grader.checks import ALL_IDS
 from rubric import DEFAULT_PATH
 from rubric.fixtures import make_report
@@ -42,7 +43,7 @@ REPORT = make_report({"gradient_path": "fail", "causality": "pass", "rope": "pas
 @pytest.fixture
 def cli(monkeypatch, tmp_path):
     """Run `grader check` in-process on a fixed report (no sandbox), with the test rubric at tmp_path/r.toml."""
-    monkeypatch.setattr(grader.cli, "grade_file", lambda path, options: json.loads(json.dumps(REPORT)))
+    monkeypatch.setattr(grader.judge, "grade_file", lambda path, options: json.loads(json.dumps(REPORT)))
     (tmp_path / "r.toml").write_text(RUBRIC)
     return lambda *args: CliRunner().invoke(grader.cli.main, ["check", SUBMISSION, *args])
 
@@ -100,7 +101,7 @@ def test_default_rubric_scores_once_its_checks_exist(cli):
 @pytest.mark.slow
 def test_real_run_with_a_rubric(tmp_path):
     (tmp_path / "r.toml").write_text(RUBRIC)
-    proc = subprocess.run([sys.executable, "-m", "grader.cli", "check", SUBMISSION, "--only", "gradient_path,causality",
+    proc = subprocess.run([sys.executable, "-m", "grader", "check", SUBMISSION, "--only", "gradient_path,causality",
                            "--rubric", str(tmp_path / "r.toml"), "--json"], capture_output=True, text=True, cwd=ROOT,
                           timeout=300)
     assert proc.returncode == 0, proc.stderr

@@ -29,7 +29,7 @@ def create_app(test_config: dict | None = None) -> Flask:
     celery_init_app(app)
 
     from . import api
-    from .checklist import check_registry
+    from ..registry import check_registry
     check_registry()  # parse the check list now, before any request thread (ast.parse is not thread-safe here)
     app.register_blueprint(api.bp)
     app.register_error_handler(HTTPException, _http_error)

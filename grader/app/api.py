@@ -4,7 +4,7 @@ from flask import Blueprint, Response, current_app, g, jsonify, request, url_for
 from ..source import MAX_BYTES, Rejected
 from . import scoring, store
 from .auth import AuthError, issue_token, require
-from .checklist import check_ids
+from ..registry import check_ids
 from .db import session
 from .models import Submission
 

@@ -1,7 +1,7 @@
 """The bridge to the rubric package: points from a stored report, never from running student code."""
 import logging
 
-from .checklist import check_registry
+from ..registry import check_registry
 
 log = logging.getLogger(__name__)
 _cache: dict = {}

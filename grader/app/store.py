@@ -45,7 +45,7 @@ class Conflict(StoreError):
 def validate_assignment(fields: dict) -> dict:
     """Check assignment settings; ValueError names a bad one."""
     from ..sandbox import Limits
-    from .checklist import check_ids
+    from ..registry import check_ids
     all_ids = check_ids()
     out = {}
     for key, value in fields.items():

@@ -14,7 +14,7 @@ from sqlalchemy import func, select
 
 from grader.app import store
 from grader.app.auth import issue_token
-from grader.app.checklist import check_ids
+from grader.registry import check_ids
 from grader.app.db import get_db
 from grader.app.models import Attempt, Result, Submission
 from .svc_cluster import BIN, Http, LiveServer, RedisServer, Worker, wait_for

@@ -1,9 +1,9 @@
-"""The judge's check ids and metric names, read from the source so the web process never imports torch."""
+"""The check ids and metric names, read from the checks' source so the web and the CLI never import torch."""
 import ast
 from functools import lru_cache
 from pathlib import Path
 
-CHECKS_DIR = Path(__file__).resolve().parents[1] / "checks"
+CHECKS_DIR = Path(__file__).resolve().parent / "checks"
 
 
 def _constant(tree: ast.Module, name: str):

@@ -1,0 +1,4 @@
+"""`python -m grader`: the same command as `grader`."""
+from .cli import main
+
+main()

@@ -10,7 +10,7 @@ from pathlib import Path
 from safetensors.torch import save_file
 
 from . import CONTRACT_VERSION, __version__
-from .checks import ALL_IDS, BY_ID, CHECKS
+from .checks import ALL_IDS, CHECKS
 from .checks.base import Context
 from .configs import DEFAULT_SEED
 from .results import STATUSES, CheckResult, StageOutcome

@@ -1,6 +1,7 @@
 """Static reading of a submission: validation and source scans, without ever executing it."""
 import ast
 import hashlib
+import threading
 from dataclasses import dataclass
 
 MAX_BYTES = 256 * 1024
@@ -11,6 +12,11 @@ FORBIDDEN_ATTRS = {"scaled_dot_product_attention", "multi_head_attention_forward
                    "TransformerDecoderLayer"}
 FORBIDDEN_STRINGS = ("scaled_dot_product_attention", "multi_head_attention_forward", "MultiheadAttention",
                      "torch.nn.attention")
+
+
+# CPython 3.11.2's ast.parse is not thread-safe ("AST constructor recursion depth mismatch" under
+# concurrent uploads), so every parse here takes this lock.
+PARSE_LOCK = threading.Lock()
 
 
 class Rejected(ValueError):
@@ -40,7 +46,8 @@ def read_source(data: bytes) -> Source:
     except UnicodeDecodeError as exc:
         raise Rejected(f"the file is not UTF-8 text (invalid byte at offset {exc.start})") from None
     try:
-        tree = ast.parse(text, filename="submission.py")
+        with PARSE_LOCK:
+            tree = ast.parse(text, filename="submission.py")
     except SyntaxError as exc:
         raise Rejected(f"the file is not valid Python: {exc.msg} at line {exc.lineno}"
                        + (f": {exc.text.strip()}" if exc.text else "")) from None

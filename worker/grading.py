@@ -116,7 +116,8 @@ def grade(app, submission_id: int, task_id: str | None = None, judge=run_judge) 
         problem = f"{type(exc).__name__}: {exc}"[:2000]
     except BaseException as exc:  # SoftTimeLimitExceeded and the like: release, then let Celery see it
         beat.stop()
-        _with_db_retries(lambda: _release(db, c, f"{type(exc).__name__}: the job was stopped", 0.0, cfg))
+        stopped = f"{type(exc).__name__}: the job was stopped"
+        _with_db_retries(lambda: _release(db, c, stopped, 0.0, cfg))
         raise
     finally:
         beat.stop()

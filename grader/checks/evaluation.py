@@ -6,7 +6,6 @@ Track B: held-out (test) mean cross-entropy and perplexity against a unigram bas
 training text, fixed-prompt samples with their settings, and the cyclic-pattern mechanics task. In
 both tracks the untrained model (same seed) is evaluated too: it must not already solve the task.
 """
-import math
 
 import torch
 import torch.nn.functional as F

@@ -18,6 +18,17 @@ class Limits:
     output_mb: int = 256  # bytes of results the judge accepts
     scratch_mb: int = 256
     startup_s: float = 60.0  # python start and torch import
+    files: int = 256  # open files per process (RLIMIT_NOFILE)
+
+    @classmethod
+    def from_config(cls, mapping: dict | None) -> "Limits":
+        """Limits from a configuration mapping (unknown keys ignored, values coerced to the field's type)."""
+        defaults = cls()
+        values = {}
+        for key, value in (mapping or {}).items():
+            if key in cls.__dataclass_fields__ and value is not None:
+                values[key] = type(getattr(defaults, key))(value)
+        return cls(**values)
 
     def to_dict(self) -> dict:
         """JSON-ready form."""
@@ -34,6 +45,8 @@ class SandboxRun:
     wall_s: float = 0.0
     hello_at_s: float | None = None  # seconds from start until the harness said hello
     log: str = ""  # the harness's own stderr: for instructors, never shown to students
+    layers: dict = field(default_factory=dict)  # which isolation layers were on (or why not), what the limits saw
+    ident: str = ""  # the run's uid (process) or container id (docker), to check nothing is left behind
 
 
 class FrameCollector:

@@ -1,55 +1,127 @@
-"""The process backend: a child python with an empty environment, rlimits, and (as root) its own uid."""
+"""The process backend, for hosts without a Docker engine: a child python, hardened in layers.
+
+Always: an empty environment, `python -I`, rlimits (CORE=0, NOFILE, FSIZE) and a new session.
+As root, also: a uid of its own from a pool (so NPROC binds and cleanup may kill all of that uid's
+processes), a cgroup per run (memory = memory + swap, pids; killed as a whole), a seccomp
+deny-list (no sockets, no ptrace or process_vm_*, no bpf, keyctl, mount, unshare, io_uring), and
+bubblewrap namespaces where bwrap works here (nothing of the host's filesystem but /usr, the
+interpreter and the job; size-capped tmpfs for scratch, /tmp and /dev/shm; no network at all).
+Each layer that cannot be had is named in the run record and the instructors' log, never silently.
+"""
 import os
 import resource
+import shutil
 import signal
 import subprocess
 import time
 from pathlib import Path
 
+from . import bwrap, seccomp
 from .base import FrameCollector, Limits, Sandbox, SandboxRun
+from .cgroup import CgroupUnavailable, RunCgroup
 from .runner import check_reachable, runner_python
 from .uids import lease_uid
 
 LOG_TAIL = 20000
+INIT = Path(__file__).with_name("sandbox_init.py")
+# World-writable places a sandbox uid without bwrap could leave files in; swept after each run.
+SHARED_TMP = ("/tmp", "/var/tmp", "/dev/shm", "/dev/mqueue")
 
 
-def _drop_and_limit(uid: int | None, limits: Limits):
-    """preexec_fn: rlimits that torch tolerates, then the unprivileged uid (NPROC only binds non-root)."""
+def drop_privileges(uid: int | None, gid: int | None):
+    """preexec_fn part: no supplementary groups, then the run's gid and uid (no-op when not root)."""
     def apply():
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
-        fsize = limits.scratch_mb << 20
-        resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
         if uid is not None:
             os.setgroups([])
-            os.setgid(uid)
+            os.setgid(gid)
             os.setuid(uid)
-            resource.setrlimit(resource.RLIMIT_NPROC, (limits.pids, limits.pids))
+    return apply
+
+
+def _preexec(uid, limits: Limits, cgroup, install_seccomp):
+    """Runs in the child between fork and exec: cgroup (as root), rlimits, uid, NPROC, then seccomp."""
+    drop = drop_privileges(uid, uid)
+
+    def apply():
+        if cgroup is not None:
+            cgroup.join()
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        resource.setrlimit(resource.RLIMIT_NOFILE, (limits.files, limits.files))
+        fsize = limits.scratch_mb << 20
+        resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
+        drop()
+        if uid is not None:
+            resource.setrlimit(resource.RLIMIT_NPROC, (limits.pids, limits.pids))  # binds only non-root
+        if install_seccomp is not None:
+            install_seccomp()  # last: after it, setuid and friends are still allowed but socket() is not
     return apply
 
 
 def kill_uid(uid: int) -> None:
     """Kill every process of the sandbox uid, daemons that left our process group included."""
-    pid = os.fork()
-    if pid == 0:
+    for _ in range(3):  # a fork racing the kill survives one round, not three
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.setuid(uid)
+                os.kill(-1, signal.SIGKILL)  # as that uid, -1 means every process it owns
+            finally:
+                os._exit(0)
+        os.waitpid(pid, 0)
+
+
+def uid_processes(uid: int) -> list[int]:
+    """Pids of live (non-zombie) processes owned by uid."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
         try:
-            os.setuid(uid)
-            os.kill(-1, signal.SIGKILL)  # as that uid, -1 means every process it owns
-        finally:
-            os._exit(0)
-    os.waitpid(pid, 0)
+            with open(f"/proc/{entry}/status") as fh:
+                status = fh.read()
+        except OSError:
+            continue
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        if fields.get("Uid", "").split()[:1] == [str(uid)] and not fields.get("State", "").strip().startswith("Z"):
+            pids.append(int(entry))
+    return pids
+
+
+def sweep_files(uid: int) -> list[str]:
+    """Delete what the uid left in the host's shared temporary directories; return what was removed."""
+    removed = []
+    for top in SHARED_TMP:
+        try:
+            entries = list(os.scandir(top))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.stat(follow_symlinks=False).st_uid != uid:
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(entry.path, ignore_errors=True)
+                else:
+                    os.unlink(entry.path)
+                removed.append(entry.path)
+            except OSError:
+                pass
+    return removed
 
 
 class ProcessSandbox(Sandbox):
-    """Runs the harness as a plain child process; hardened when the grader runs as root."""
+    """Runs the harness as a child process; every layer this host allows, each one named in the run record."""
     name = "process"
 
-    def __init__(self, python: str | None = None):
+    def __init__(self, python: str | None = None, bwrap: bool | None = None, seccomp: bool | None = None,
+                 cgroup: bool | None = None):
         # As root, each run gets a uid of its own from a pool: never the grader's, never another run's.
         self.privileged = os.geteuid() == 0
         self.python = python or runner_python()
         if self.privileged:
             check_reachable(self.python)
+        # None: use the layer where it works here; False: never (for tests and benchmarks).
+        self.want = {"bwrap": bwrap, "seccomp": seccomp, "cgroup": cgroup}
 
     def run(self, job_dir: Path, limits: Limits, wall_s: float, on_frame=None) -> SandboxRun:
         """Run under a leased uid when root (so cleanup may kill all of that uid's processes)."""
@@ -58,43 +130,123 @@ class ProcessSandbox(Sandbox):
         with lease_uid() as uid:
             return self._run(uid, job_dir, limits, wall_s, on_frame)
 
+    def _layers(self, uid, limits: Limits):
+        """Decide each layer for this run: (cgroup or None, seccomp bpf or None, use bwrap, record)."""
+        record = {"uid": uid if uid is not None else f"{os.geteuid()} (the grader's own: not running as root)"}
+        cgroup = bpf = None
+        use_bwrap = False
+        if self.want["cgroup"] is False:
+            record["cgroup"] = "off (configured)"
+        else:
+            try:
+                cgroup = RunCgroup(limits.memory_mb, limits.pids)
+                record["cgroup"] = cgroup.describe()
+            except CgroupUnavailable as exc:
+                record["cgroup"] = f"off: {exc}"
+        if self.want["seccomp"] is False:
+            record["seccomp"] = "off (configured)"
+        else:
+            why = seccomp.probe()
+            if why is None:
+                bpf = seccomp.deny_list_bpf()
+                record["seccomp"] = "deny-list"
+            else:
+                record["seccomp"] = f"off: {why}"
+        if self.want["bwrap"] is False:
+            record["bwrap"] = "off (configured)"
+        else:
+            why = bwrap.probe(uid)
+            use_bwrap = why is None
+            record["bwrap"] = "namespaces" if use_bwrap else f"off: {why}"
+        return cgroup, bpf, use_bwrap, record
+
     def _run(self, uid, job_dir: Path, limits: Limits, wall_s: float, on_frame) -> SandboxRun:
-        """Start the harness, collect frames, enforce the wall clock, then kill whatever is left."""
+        """Start the harness, collect frames, enforce the wall clock, then kill and remove whatever is left."""
         scratch = job_dir / "scratch"
         if uid is not None:
+            # We hold the lease: anything this uid still runs or owns was left by a worker that died mid-run.
+            kill_uid(uid)
+            sweep_files(uid)
             os.chown(scratch, uid, uid)
+            os.chmod(scratch, 0o700)
+            # Only this run's uid (by group) may enter the job: another run's uid cannot read this submission.
+            os.chown(job_dir, 0, uid)
+            os.chmod(job_dir, 0o750)
+        cgroup, bpf, use_bwrap, record = self._layers(uid, limits)
         env = {"PATH": "/usr/bin:/bin", "HOME": str(scratch), "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1",
                "MKL_NUM_THREADS": "1", "TMPDIR": str(scratch)}
+        harness = [self.python, "-I", str(job_dir / "harness" / "main.py"), str(job_dir)]
         read_fd, write_fd = os.pipe()
+        pass_fds = [write_fd]
+        seccomp_fd = None
+        if use_bwrap:
+            if bpf is not None:
+                seccomp_fd = seccomp.bpf_fd()
+                pass_fds.append(seccomp_fd)
+            # Our non-dumpable init as PID 1 of the namespace, in place of bwrap's dumpable reaper.
+            shutil.copy(INIT, job_dir / "init.py")
+            os.chmod(job_dir / "init.py", 0o644)
+            cmd = bwrap.command(job_dir, self.python, limits.scratch_mb, seccomp_fd, as_pid_1=True) + \
+                [self.python, "-I", str(job_dir / "init.py"), str(job_dir / "harness" / "main.py"), str(job_dir),
+                 str(write_fd)]
+            install = None  # bwrap installs the filter itself, after building the namespaces
+        else:
+            cmd = harness + [str(write_fd)]
+            install = seccomp.loader(bpf) if bpf is not None else None
         log_path = job_dir / "harness.log"
         started = time.monotonic()
-        with open(log_path, "wb") as log:
-            proc = subprocess.Popen(
-                [self.python, "-I", str(job_dir / "harness" / "main.py"), str(job_dir), str(write_fd)],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env, cwd=scratch, pass_fds=(write_fd,),
-                start_new_session=True, preexec_fn=_drop_and_limit(uid, limits))
-        os.close(write_fd)
         clock = lambda: time.monotonic() - started  # noqa: E731
+        proc = None
+        try:
+            with open(log_path, "wb") as log:
+                proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env, cwd=scratch,
+                                        pass_fds=tuple(pass_fds), start_new_session=True,
+                                        preexec_fn=_preexec(uid, limits, cgroup, install))
+        except BaseException:
+            os.close(read_fd)
+            raise
+        finally:
+            os.close(write_fd)
+            if seccomp_fd is not None:
+                os.close(seccomp_fd)
+            if proc is None and cgroup is not None:
+                cgroup.remove()
         collector = FrameCollector(os.fdopen(read_fd, "rb", buffering=0), limits.output_mb << 20, on_frame, clock).start()
         killed = None
         try:
             proc.wait(timeout=wall_s)
         except subprocess.TimeoutExpired:
-            killed = f"the sandbox ran longer than its {wall_s:.0f} s budget and was killed"
+            killed = f"the sandbox ran longer than its {wall_s:g} s budget and was killed"
         finally:
-            self._cleanup(proc, uid)
+            stats, leftovers = self._cleanup(proc, uid, cgroup)
         collector.join(timeout=10)
         if collector.error and not killed:
             killed = collector.error
-        return SandboxRun(self.name, collector.frames, proc.returncode, killed, clock(), collector.hello_at,
-                          log_path.read_bytes()[-LOG_TAIL:].decode("utf-8", "replace"))
+        finished = any(h.get("type") == "done" for h, _ in collector.frames)
+        if not killed and not finished and stats.get("oom_kills"):
+            killed = f"the sandbox ran out of memory (limit {limits.memory_mb} MiB) and was killed"
+        record.update(stats)
+        if leftovers:
+            record["removed"] = leftovers[:20]
+        log = log_path.read_bytes()[-LOG_TAIL:].decode("utf-8", "replace")
+        log += "\n[sandbox] " + ", ".join(f"{k}={v}" for k, v in record.items()) + "\n"
+        return SandboxRun(self.name, collector.frames, proc.returncode, killed, clock(), collector.hello_at, log,
+                          layers=record, ident=str(uid) if uid is not None else "")
 
-    def _cleanup(self, proc, uid):
-        """Kill the process group and, with a dedicated uid, every process that uid still has."""
+    def _cleanup(self, proc, uid, cgroup):
+        """Kill the process group, the cgroup and every process the uid still has; sweep its files; remove the cgroup."""
         try:
             os.killpg(proc.pid, signal.SIGKILL)
         except OSError:
             pass
+        if cgroup is not None:
+            cgroup.kill()
         if uid is not None:
             kill_uid(uid)
         proc.wait()
+        stats = {}
+        if cgroup is not None:
+            stats = cgroup.stats()
+            cgroup.remove()
+        leftovers = sweep_files(uid) if uid is not None else []
+        return stats, leftovers

@@ -1,0 +1,100 @@
+"""Bubblewrap for the process backend: new namespaces (pid, net, ipc, uts, user, cgroup) and a filesystem of only what the harness needs.
+
+Inside: /usr (and the /bin, /lib symlinks of a merged-/usr system), the Python installation, the
+job directory read-only, size-capped tmpfs for scratch/, /tmp and /dev/shm, a fresh /proc and /dev.
+Nothing else of the host's filesystem (the grader's code, its database, other jobs) exists there,
+the network namespace has only a loopback of its own, and when PID 1 of the namespace exits every
+process in it dies (the process backend puts its own non-dumpable init there: sandbox_init.py).
+"""
+import functools
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+# A few files from /etc that the dynamic loader and libc read; nothing with secrets.
+ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime", "/etc/nsswitch.conf",
+             "/etc/host.conf")
+TMP_MB = 16
+SHM_MB = 64
+
+
+def executable() -> str | None:
+    """Path of bwrap, if installed."""
+    return shutil.which("bwrap")
+
+
+def python_roots(python: str) -> list[str]:
+    """Directories the interpreter needs outside /usr: its own prefix (a venv) and the base it was made from."""
+    prefix = os.path.dirname(os.path.dirname(os.path.abspath(python)))
+    candidates = {prefix, os.path.dirname(os.path.dirname(os.path.realpath(python)))}
+    try:
+        with open(os.path.join(prefix, "pyvenv.cfg")) as fh:
+            for line in fh:
+                key, _, value = line.partition("=")
+                if key.strip() == "home":
+                    candidates.add(os.path.dirname(value.strip()))
+    except OSError:
+        pass
+    roots = set()
+    for p in candidates:
+        p = os.path.realpath(p)
+        if p not in ("/", "/usr") and not p.startswith("/usr/"):
+            roots.add(p)
+    return sorted(roots)
+
+
+def command(job_dir: Path, python: str, scratch_mb: int, seccomp_fd: int | None, as_pid_1: bool = False) -> list[str]:
+    """The bwrap argument list (up to and including '--'); the command follows (as PID 1 when as_pid_1: it must reap)."""
+    job = str(job_dir)
+    args = [executable() or "bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--hostname", "sandbox",
+            "--ro-bind", "/usr", "/usr"]
+    if as_pid_1:
+        args.append("--as-pid-1")
+    for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+        path = Path("/") / name
+        if path.is_symlink():
+            args += ["--symlink", os.readlink(path), str(path)]
+        elif path.is_dir():
+            args += ["--ro-bind", str(path), str(path)]
+    for f in ETC_FILES:
+        args += ["--ro-bind-try", f, f]
+    for root in python_roots(python):
+        args += ["--ro-bind", root, root]
+    # torch reads the CPU topology from sysfs.
+    args += ["--ro-bind-try", "/sys/devices/system/cpu", "/sys/devices/system/cpu",
+             "--proc", "/proc", "--dev", "/dev",
+             "--perms", "1777", "--size", str(SHM_MB << 20), "--tmpfs", "/dev/shm",
+             "--perms", "1777", "--size", str(TMP_MB << 20), "--tmpfs", "/tmp",
+             "--ro-bind", job, job,
+             "--perms", "0700", "--size", str(scratch_mb << 20), "--tmpfs", f"{job}/scratch",
+             "--chdir", f"{job}/scratch", "--cap-drop", "ALL"]
+    if seccomp_fd is not None:
+        args += ["--seccomp", str(seccomp_fd)]
+    return args + ["--"]
+
+
+@functools.lru_cache(maxsize=8)
+def probe(uid: int | None) -> str | None:
+    """None when bwrap can build this sandbox here as that uid (checked once per process), else why not."""
+    exe = executable()
+    if not exe:
+        return "bwrap is not installed"
+    import tempfile
+    from .process import drop_privileges
+    job = Path(tempfile.mkdtemp(prefix="grader-bwrap-probe-"))
+    try:
+        (job / "scratch").mkdir()
+        os.chmod(job, 0o755)
+        cmd = command(job, sys.executable, 8, None) + [sys.executable, "-I", "-c", "import os; open('x', 'w').write('1')"]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, timeout=30, preexec_fn=drop_privileges(uid, uid),
+                                  cwd="/", env={"PATH": "/usr/bin:/bin"})
+        except (OSError, subprocess.SubprocessError) as exc:
+            return f"bwrap did not start: {exc}"
+        if proc.returncode != 0:
+            return f"bwrap does not work here: {proc.stderr.decode(errors='replace').strip()[:300]}"
+        return None
+    finally:
+        shutil.rmtree(job, ignore_errors=True)

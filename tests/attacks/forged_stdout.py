@@ -1,0 +1,23 @@
+"""Forged stdout: a wrong attention prints a passing report, in JSON, as a table and as the judge's own wire frames."""
+EXPECT = {"attention_sdpa": "fail"}
+import json as _json
+import struct as _struct
+import sys as _sys
+
+_reference_attention = attention
+
+
+def _frame(header):
+    text = _json.dumps(header).encode()
+    return _struct.pack(">4sIQ", b"GRD1", len(text), 0) + text
+
+
+def attention(q, k, v, mask=None):
+    print(_json.dumps({"checks": [{"id": "attention_sdpa", "status": "pass", "message": "ok"}]}))
+    print("attention_sdpa  pass")
+    for stream in (_sys.stdout.buffer, _sys.stderr.buffer):
+        stream.write(_frame({"type": "stage_end", "stage": "attention_sdpa", "status": "ok"}))
+        stream.write(_frame({"type": "result", "outcome": "ok"}))
+        stream.flush()
+    out, weights = _reference_attention(q, k, v, mask)
+    return out * 1.5, weights  # wrong

@@ -1,0 +1,37 @@
+"""ptrace and friends against the harness: attach, seize, read its memory and fds; raises with what succeeded."""
+EXPECT = {"attention_sdpa": "error"}
+EXPECT_MESSAGE = {"attention_sdpa": "succeeded []"}
+import ctypes as _ctypes
+import os as _os
+
+PTRACE_TRACEME, PTRACE_ATTACH, PTRACE_DETACH, PTRACE_SEIZE = 0, 16, 17, 0x4206
+
+
+class _IoVec(_ctypes.Structure):
+    _fields_ = [("base", _ctypes.c_void_p), ("len", _ctypes.c_size_t)]
+
+
+def attention(q, k, v, mask=None):
+    libc = _ctypes.CDLL(None, use_errno=True)
+    libc.ptrace.argtypes = (_ctypes.c_long, _ctypes.c_long, _ctypes.c_void_p, _ctypes.c_void_p)
+    results = {}
+    for target in {_os.getppid(), 1}:
+        for name, request in (("attach", PTRACE_ATTACH), ("seize", PTRACE_SEIZE)):
+            rc = libc.ptrace(request, target, None, None)
+            results[f"ptrace {name} {target}"] = rc == 0
+            if rc == 0:
+                libc.ptrace(PTRACE_DETACH, target, None, None)
+        buf = _ctypes.create_string_buffer(64)
+        local = _IoVec(_ctypes.cast(buf, _ctypes.c_void_p), 64)
+        remote = _IoVec(0x400000, 64)
+        results[f"process_vm_readv {target}"] = libc.process_vm_readv(target, _ctypes.byref(local), 1,
+                                                                      _ctypes.byref(remote), 1, 0) > 0
+        for path in (f"/proc/{target}/mem", f"/proc/{target}/environ", f"/proc/{target}/fd/3"):
+            try:
+                with open(path, "rb") as fh:
+                    fh.read(1)
+                results[f"open {path}"] = True
+            except OSError:
+                results[f"open {path}"] = False
+    succeeded = sorted(k for k, ok in results.items() if ok)
+    raise RuntimeError(f"succeeded {succeeded} of {sorted(results)}")

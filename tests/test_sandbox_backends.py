@@ -1,0 +1,111 @@
+"""One interface, two backends: the same results for the references, limits reported alike, `auto` chooses sensibly."""
+import re
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from grader.judge import Options, grade_file
+from grader.sandbox import Limits, choose_backend, make_sandbox
+from grader.sandbox import docker as docker_backend
+from grader.sandbox.cgroup import detect
+from test_sandbox_support import Recorder, backend_params, leftovers, require_backend
+
+ROOT = Path(__file__).resolve().parents[1]
+REFERENCES = {"lm": ROOT / "submissions" / "reference_lm.py", "reverse": ROOT / "submissions" / "reference_reverse.py"}
+_reports: dict = {}
+
+
+def reference_report(track: str, backend: str) -> dict:
+    key = (track, backend)
+    if key not in _reports:
+        require_backend(backend)
+        _reports[key] = grade_file(REFERENCES[track], Options(backend=backend))
+    return _reports[key]
+
+
+SECONDS = re.compile(r"\b\d+(\.\d+)? ?s\b")
+
+
+def comparable(report: dict) -> list:
+    """What a student sees of each check, without wall-clock timings (durations, "in 7.1 s" in a message)."""
+    out = []
+    for c in report["checks"]:
+        c = {k: v for k, v in c.items() if k != "duration_s"}
+        c["message"] = SECONDS.sub("<t> s", c["message"])
+        c["metrics"] = {k: v for k, v in c["metrics"].items() if not k.endswith("_s")}
+        out.append(c)
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.docker
+@pytest.mark.parametrize("track", sorted(REFERENCES))
+def test_reference_gets_identical_results_on_both_backends(track):
+    process, docker = reference_report(track, "process"), reference_report(track, "docker")
+    assert all(c["status"] == "pass" for c in process["checks"]), comparable(process)
+    assert comparable(process) == comparable(docker)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", backend_params())
+def test_report_records_the_backend_and_its_limits(backend):
+    report = reference_report("lm", backend)
+    assert report["sandbox"]["backend"] == backend and report["sandbox"]["limits"] == Limits().to_dict()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", backend_params())
+def test_whole_sandbox_out_of_memory_is_reported(backend):
+    """Importing torch does not fit in 48 MiB: the container or cgroup kills the harness, and the judge says so."""
+    require_backend(backend)
+    sandbox = Recorder(backend)
+    if backend == "process" and isinstance(detect(), str):
+        pytest.skip(f"no cgroup here to cap the whole sandbox: {detect()}")
+    report = grade_file(REFERENCES["lm"], Options(only=("split_heads",), limits=Limits(memory_mb=48)), sandbox=sandbox)
+    check = report["checks"][0]
+    assert check["status"] == "crash" and "out of memory" in check["message"], check
+    assert leftovers(backend, sandbox.runs[0], sandbox.job_dirs[0], sandbox.ended[0]) == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", backend_params())
+def test_wall_clock_kill_is_reported_and_leaves_nothing(backend):
+    require_backend(backend)
+    from grader.judge import write_job
+    job_dir = Path(tempfile.mkdtemp(prefix="grader-wall-"))
+    write_job(job_dir, REFERENCES["lm"].read_text(), [], Options())
+    sandbox = Recorder(backend)
+    started = time.monotonic()
+    try:
+        run = sandbox.run(job_dir, Limits(), wall_s=0.5)  # less than torch's import
+    finally:
+        import shutil
+        shutil.rmtree(job_dir, ignore_errors=True)
+    assert time.monotonic() - started < 15
+    assert run.killed and "budget" in run.killed, run.killed
+    assert leftovers(backend, run, job_dir, sandbox.ended[0]) == []
+
+
+def test_auto_takes_docker_when_an_engine_answers(monkeypatch):
+    monkeypatch.setattr(docker_backend, "engine_answers", lambda *a, **k: None)
+    monkeypatch.setattr(docker_backend, "image_present", lambda *a, **k: None)
+    monkeypatch.setattr("grader.sandbox._AUTO_CACHE", {})
+    assert choose_backend("auto")[0] == "docker"
+
+
+def test_auto_falls_back_to_process_and_says_why(monkeypatch):
+    monkeypatch.setattr(docker_backend, "engine_answers", lambda *a, **k: "no docker engine answers: refused")
+    monkeypatch.setattr("grader.sandbox._AUTO_CACHE", {})
+    assert choose_backend("auto") == ("process", "no docker engine answers: refused")
+
+
+def test_unknown_backend_is_refused():
+    with pytest.raises(ValueError, match="known: auto, docker, process"):
+        make_sandbox("chroot")
+
+
+def test_limits_come_from_configuration_with_defaults():
+    limits = Limits.from_config({"memory_mb": "2048", "cpus": 2, "unknown_key": 1})
+    assert (limits.memory_mb, limits.cpus, limits.pids) == (2048, 2.0, Limits().pids)

@@ -1,0 +1,165 @@
+"""The process backend's layers, each on its own: seccomp, cgroup, the uid pool, and the fallback without bwrap."""
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import pytest
+
+from grader.sandbox import ProcessSandbox, seccomp
+from grader.sandbox.cgroup import CgroupUnavailable, RunCgroup
+from grader.sandbox.uids import lease_uid
+
+ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="the hardened layers need root")
+
+
+def in_seccomp_child(code: str) -> subprocess.CompletedProcess:
+    """Run code in a child python with the deny-list installed (no bwrap, no uid change)."""
+    why = seccomp.probe()
+    if why:
+        pytest.skip(f"seccomp unavailable here: {why}")
+    return subprocess.run([sys.executable, "-I", "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                          timeout=60, preexec_fn=seccomp.loader(seccomp.deny_list_bpf()))
+
+
+SOCKET_FAMILIES = {"inet": 2, "inet6": 10, "unix": 1, "netlink": 16, "packet": 17, "vsock": 40}
+
+
+@pytest.mark.parametrize("family", sorted(SOCKET_FAMILIES))
+def test_seccomp_refuses_socket_family(family):
+    proc = in_seccomp_child(f"""
+        import socket
+        try:
+            socket.socket({SOCKET_FAMILIES[family]}, socket.SOCK_DGRAM if {SOCKET_FAMILIES[family]} == 16 else socket.SOCK_STREAM)
+            print("ALLOWED")
+        except OSError as exc:
+            print("errno", exc.errno)
+    """)
+    assert proc.stdout.strip() == "errno 1", f"socket({family}) under the filter: {proc.stdout}{proc.stderr}"
+
+
+@pytest.mark.parametrize("name,call", [
+    ("ptrace", "libc.ptrace(16, os.getppid(), 0, 0)"),
+    ("unshare", "libc.unshare(0x10000000)"),
+    ("mount", "libc.mount(b'none', b'/tmp', b'tmpfs', 0, None)"),
+    ("keyctl", "libc.syscall(250, 0, -3, 0)"),
+    ("bpf", "libc.syscall(321, 0, 0, 0)"),
+    ("process_vm_readv", "libc.syscall(310, os.getppid(), 0, 0, 0, 0, 0)"),
+])
+def test_seccomp_refuses_syscall(name, call):
+    proc = in_seccomp_child(f"""
+        import ctypes, os
+        libc = ctypes.CDLL(None, use_errno=True)
+        rc = {call}
+        print(rc, ctypes.get_errno())
+    """)
+    assert proc.stdout.split() == ["-1", "1"], f"{name} under the filter: {proc.stdout}{proc.stderr}"
+
+
+def test_seccomp_leaves_what_torch_needs():
+    proc = in_seccomp_child("""
+        import os, socket, threading
+        import torch
+        a, b = socket.socketpair()
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0)
+        os.waitpid(pid, 0)
+        t = threading.Thread(target=lambda: None); t.start(); t.join()
+        print("ok", float((torch.ones(3, 3) @ torch.ones(3, 3)).sum()))
+    """)
+    assert proc.stdout.strip() == "ok 27.0", proc.stderr[-2000:]
+
+
+def cgroup_or_skip(memory_mb=128, pids=32) -> RunCgroup:
+    try:
+        return RunCgroup(memory_mb, pids)
+    except CgroupUnavailable as exc:
+        pytest.skip(f"no writable cgroup here: {exc}")
+
+
+def test_cgroup_caps_memory_across_processes():
+    cg = cgroup_or_skip(memory_mb=128)
+    try:
+        code = "import os\nfor _ in range(2):\n    os.fork()\nx = bytearray(100 << 20)\nimport time; time.sleep(10)"
+        proc = subprocess.Popen([sys.executable, "-c", code], preexec_fn=cg.join)
+        time.sleep(3)
+        assert cg.stats()["oom_kills"] >= 1, "4 processes of 100 MiB each in a 128 MiB cgroup: the OOM killer must act"
+    finally:
+        cg.kill()
+        proc.wait()
+        cg.remove()
+
+
+def test_cgroup_kill_takes_processes_that_left_the_session():
+    cg = cgroup_or_skip()
+    code = "import os, time\nif os.fork() == 0:\n    os.setsid()\n    time.sleep(60)\ntime.sleep(60)"
+    proc = subprocess.Popen([sys.executable, "-c", code], preexec_fn=cg.join, start_new_session=True)
+    time.sleep(1)
+    assert len(cg.pids()) == 2
+    assert cg.kill(), f"still in the cgroup: {cg.pids()}"
+    proc.wait()
+    cg.remove()
+    assert not any(d.exists() for d in cg.dirs.values()), "the run's cgroup is removed"
+
+
+@ROOT_ONLY
+def test_uid_leases_are_exclusive():
+    seen, barrier = [], threading.Barrier(3)
+
+    def hold():
+        with lease_uid() as uid:
+            seen.append(uid)
+            barrier.wait(timeout=10)
+    threads = [threading.Thread(target=hold) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(set(seen)) == 3, f"concurrent runs got uids {seen}"
+
+
+@ROOT_ONLY
+def test_run_records_every_layer(tmp_path):
+    from grader.judge import Options, grade_file
+    from test_sandbox_support import Recorder
+    recorder = Recorder("process")
+    report = grade_file("submissions/reference_lm.py", Options(only=("split_heads",)), sandbox=recorder)
+    assert report["checks"][0]["status"] == "pass"
+    layers = recorder.runs[0].layers
+    assert set(layers) >= {"uid", "cgroup", "seccomp", "bwrap"}, layers
+    assert "[sandbox] uid=" in recorder.runs[0].log
+
+
+FALLBACK_ATTACKS = ["connect_local", "daemon", "environment_canary", "fork_bomb", "ptrace"]
+
+
+@ROOT_ONLY
+@pytest.mark.slow
+@pytest.mark.parametrize("attack", FALLBACK_ATTACKS)
+def test_without_bwrap_attack_is_still_contained(attack, attack_env):
+    """Where bwrap does not work (a default Docker container), seccomp, the uid and the cgroup still hold."""
+    from test_attacks import ATTACKS_DIR, CHECKS, LIMITS, REFERENCE, metadata
+    from grader.judge import Options, grade_bytes
+    from grader.sandbox import Limits
+    from test_sandbox_support import Recorder, leftovers
+    text = REFERENCE.read_text() + "\n\n" + attack_env.fill((ATTACKS_DIR / f"{attack}.py").read_text())
+    recorder = Recorder("process", bwrap=False)
+    report = grade_bytes(text.encode(), f"{attack}.py", Options(only=CHECKS, limits=Limits(**LIMITS)), sandbox=recorder)
+    expect = metadata(attack)["EXPECT"]
+    got = {c["id"]: c["status"] for c in report["checks"]}
+    assert all(got[c] in (s if isinstance(s, tuple) else (s,)) for c, s in expect.items()), (got, report["checks"])
+    assert all(s == "pass" for c, s in got.items() if c not in expect), got
+    assert leftovers("process", recorder.runs[0], recorder.job_dirs[0], recorder.ended[0]) == []
+    assert attack_env.canary not in str(report) and attack_env.contacts == []
+    assert recorder.runs[0].layers["bwrap"] == "off (configured)"
+
+
+@pytest.fixture(scope="module")
+def attack_env():
+    from test_attacks import AttackEnv
+    env = AttackEnv()
+    yield env
+    env.close()

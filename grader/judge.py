@@ -136,14 +136,17 @@ def collect(run, stages) -> dict:
         if header.get("type") == "stage_end" and header.get("stage") in {s.key for s in stages}:
             outcomes[header["stage"]] = outcome_from(header, blob)
     for stage in stages:
-        if stage.key not in outcomes:
-            if run.killed:
-                why = run.killed
-            elif stage.key in started:
-                why = f"the sandbox died during this check (exit code {run.exit_code})"
-            else:
-                why = f"the sandbox stopped before this check started (exit code {run.exit_code})"
-            outcomes[stage.key] = StageOutcome(stage.key, "missing", why)
+        if stage.key in outcomes:
+            continue
+        if stage.key in started and run.killed:
+            # the check that was running when the limit struck is charged with it
+            outcomes[stage.key] = StageOutcome(stage.key, run.killed_kind or "crash", run.killed)
+        elif stage.key in started:
+            outcomes[stage.key] = StageOutcome(stage.key, "missing", f"the sandbox died during this check "
+                                                                    f"(exit code {run.exit_code})")
+        else:
+            why = f": {run.killed}" if run.killed else f" (exit code {run.exit_code})"
+            outcomes[stage.key] = StageOutcome(stage.key, "missing", f"the sandbox stopped before this check started{why}")
     return outcomes
 
 
@@ -208,6 +211,7 @@ def run_summary(run, options: Options) -> dict:
     import_s = hello.get("import_s") if isinstance(hello.get("import_s"), (int, float)) else None
     start_s = round(run.hello_at_s - import_s, 3) if run.hello_at_s is not None and import_s is not None else None
     return {"environment": {"torch": hello.get("torch"), "python": hello.get("python"), "threads": hello.get("threads")},
-            "sandbox": {"backend": run.backend, "limits": options.limits.to_dict(), "killed": run.killed},
+            "sandbox": {"backend": run.backend, "limits": options.limits.to_dict(), "killed": run.killed,
+                        "layers": run.layers},
             "timings": {"sandbox_start_s": start_s, "torch_import_s": import_s, "stages": stages,
                         "sandbox_s": round(run.wall_s, 3)}}

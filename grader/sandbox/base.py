@@ -47,6 +47,7 @@ class SandboxRun:
     log: str = ""  # the harness's own stderr: for instructors, never shown to students
     layers: dict = field(default_factory=dict)  # which isolation layers were on (or why not), what the limits saw
     ident: str = ""  # the run's uid (process) or container id (docker), to check nothing is left behind
+    killed_kind: str | None = None  # timeout, oom or crash: the status of the check that was running when killed
 
 
 class FrameCollector:

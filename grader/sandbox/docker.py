@@ -178,7 +178,7 @@ class DockerSandbox(Sandbox):
         run_id = uuid.uuid4().hex[:12]
         api = client(timeout=max(60.0, wall_s + 30))
         container = sock = collector = None
-        killed = None
+        killed = kind = None
         layers = {"image": self.image, "user": self.uid, "network": "none", "read_only_root": True,
                   "capabilities": "none", "seccomp": "docker default", "memory_mb": limits.memory_mb,
                   "pids": limits.pids, "cpus": limits.cpus, "scratch_mb": limits.scratch_mb}
@@ -205,6 +205,7 @@ class DockerSandbox(Sandbox):
                 exit_code = result.get("StatusCode")
             except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError):
                 killed = f"the sandbox ran longer than its {wall_s:g} s budget and was killed"
+                kind = "timeout"
                 self._kill(container)
                 exit_code = None
             collector.join(timeout=10)
@@ -219,12 +220,14 @@ class DockerSandbox(Sandbox):
             finished = any(h.get("type") == "done" for h, _ in collector.frames)
             if collector.error and not killed:
                 killed = collector.error
+                kind = "crash"
             if not killed and not finished and layers["oom_killed"]:
                 killed = f"the sandbox ran out of memory (limit {limits.memory_mb} MiB) and was killed"
+                kind = "oom"
             log = bytes(stdout.log[-LOG_TAIL:]).decode("utf-8", "replace")
             log += "\n[sandbox] " + ", ".join(f"{k}={v}" for k, v in layers.items()) + "\n"
             return SandboxRun(self.name, collector.frames, exit_code, killed, clock(), collector.hello_at, log,
-                              layers=layers, ident=container.id)
+                              layers=layers, ident=container.id, killed_kind=kind)
         finally:
             if sock is not None:
                 try:

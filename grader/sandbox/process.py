@@ -212,26 +212,29 @@ class ProcessSandbox(Sandbox):
             if proc is None and cgroup is not None:
                 cgroup.remove()
         collector = FrameCollector(os.fdopen(read_fd, "rb", buffering=0), limits.output_mb << 20, on_frame, clock).start()
-        killed = None
+        killed = kind = None
         try:
             proc.wait(timeout=wall_s)
         except subprocess.TimeoutExpired:
             killed = f"the sandbox ran longer than its {wall_s:g} s budget and was killed"
+            kind = "timeout"
         finally:
             stats, leftovers = self._cleanup(proc, uid, cgroup)
         collector.join(timeout=10)
         if collector.error and not killed:
             killed = collector.error
+            kind = "crash"
         finished = any(h.get("type") == "done" for h, _ in collector.frames)
         if not killed and not finished and stats.get("oom_kills"):
             killed = f"the sandbox ran out of memory (limit {limits.memory_mb} MiB) and was killed"
+            kind = "oom"
         record.update(stats)
         if leftovers:
             record["removed"] = leftovers[:20]
         log = log_path.read_bytes()[-LOG_TAIL:].decode("utf-8", "replace")
         log += "\n[sandbox] " + ", ".join(f"{k}={v}" for k, v in record.items()) + "\n"
         return SandboxRun(self.name, collector.frames, proc.returncode, killed, clock(), collector.hello_at, log,
-                          layers=record, ident=str(uid) if uid is not None else "")
+                          layers=record, ident=str(uid) if uid is not None else "", killed_kind=kind)
 
     def _cleanup(self, proc, uid, cgroup):
         """Kill the process group, the cgroup and every process the uid still has; sweep its files; remove the cgroup."""

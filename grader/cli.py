@@ -97,3 +97,4 @@ def print_table(report: dict, scored: dict | None = None) -> None:
 
 from . import cli_service  # noqa: E402,F401  (registers serve, worker, db, token, ...: the service's commands)
 from . import cli_client  # noqa: E402,F401  (registers submit, status, results, export, ...: the client)
+from . import cli_web  # noqa: E402,F401  (registers instructor: accounts for the web pages)

@@ -76,7 +76,12 @@ def progress(sub: Submission) -> dict | None:
 def result_json(s, sub: Submission, result) -> dict:
     """A result with its score; for a student without the seed, and scores as the student may see them."""
     instructor = g.principal.is_instructor
-    view = (lambda scored: scored) if instructor else scoring.for_student  # noqa: E731
+    if instructor:
+        view = lambda scored: scored  # noqa: E731
+    else:
+        from .store_web import released_keys  # the pages' releases apply to the API too
+        released = released_keys(s, sub.assignment)
+        view = lambda scored: scoring.for_student(scored, released)  # noqa: E731
     report = dict(result.report)
     row = store.score_of(s, result)
     scored = view(row.score) if row else None

@@ -1,0 +1,319 @@
+"""Instructor pages: every submission at a glance, a student's history, one submission in full with the report beside
+the automatic scores, manual grading, regrades, the score distribution, releases, CSV export and roster import."""
+import csv
+import io
+
+from flask import (Blueprint, Response, abort, current_app, flash, jsonify, redirect, render_template, request,
+                   url_for)
+
+from . import scoring, store, store_web
+from .db import session
+from .models import STATUSES, Submission
+from .pages_student import report_response
+from .web import (RateLimited, check_rate, count_rate, form_number, safe_next, setup_blueprint, sign_in, sign_out,
+                  signed_in, who)
+from .web_charts import histogram
+from .web_results import manual_form_items, result_view, status_json
+
+bp = setup_blueprint(Blueprint("instructor", __name__, url_prefix="/instructor"))
+ROSTER_MAX_BYTES = 1 << 20
+
+
+def instructor():
+    return store_web.active_instructor(session(), who()["id"])
+
+
+def get_sub(submission_id: int) -> Submission:
+    sub = session().get(Submission, submission_id)
+    if sub is None:
+        abort(404)
+    return sub
+
+
+@bp.route("/signin", methods=["GET", "POST"])
+def signin():
+    if request.method == "GET":
+        return render_template("instructor/signin.html", username="", error=None)
+    username = request.form.get("username", "").strip()
+    password = request.form.get("password", "")
+    key = f"signin:instructor:{username}"
+    try:
+        check_rate(key, "WEB_SIGNIN_LIMIT", "WEB_SIGNIN_WINDOW_S", "Too many failed sign-ins for this username")
+    except RateLimited as exc:
+        return render_template("instructor/signin.html", username=username, error=exc.message), 429
+    s = session()
+    row = store_web.authenticate_instructor(s, username, password)
+    if row is None:
+        count_rate(key)
+        return render_template("instructor/signin.html", username=username,
+                               error="Unknown username or wrong password."), 401
+    store_web.clear_events(s, key)
+    s.commit()
+    sign_in("instructor", id=row.id, username=row.username, name=row.name or row.username)
+    return redirect(safe_next(request.args.get("next"), url_for(".dashboard")), 303)
+
+
+@bp.post("/signout")
+def signout():
+    sign_out()
+    flash("You are signed out.", "info")
+    return redirect(url_for(".signin"), 303)
+
+
+# ---------------------------------------------------------------- the class at a glance
+
+def dashboard_filters() -> tuple[dict, list[str]]:
+    """The dashboard's query: assignment, student, status, score range, sort and order (bad values are named)."""
+    args, problems = request.args, []
+    f = {"assignment": args.get("assignment", ""), "student": args.get("student", "").strip(),
+         "status": args.get("status", ""), "min": args.get("min", ""), "max": args.get("max", ""),
+         "sort": args.get("sort", "submitted"), "order": args.get("order", "desc")}
+    if f["status"] and f["status"] not in STATUSES:
+        problems.append(f"unknown status {f['status']!r}")
+        f["status"] = ""
+    if f["sort"] not in store_web.SORTS:
+        f["sort"] = "submitted"
+    for bound in ("min", "max"):
+        try:
+            f[bound + "_value"] = form_number(f[bound])
+        except ValueError:
+            problems.append(f"the {bound}imum score must be a number")
+            f[bound + "_value"] = None
+    return f, problems
+
+
+@bp.get("/")
+@signed_in("instructor")
+def dashboard():
+    s = session()
+    f, problems = dashboard_filters()
+    assignments = store.list_assignments(s)
+    assignment = None
+    if f["assignment"]:
+        try:
+            assignment = store.get_assignment(s, f["assignment"])
+        except store.NotFound:
+            problems.append(f"no assignment {f['assignment']!r}")
+    rows = store_web.submission_rows(s, assignment, f["student"] or None, f["status"] or None,
+                                     min_score=f["min_value"], max_score=f["max_value"], sort=f["sort"],
+                                     descending=f["order"] != "asc")
+    return render_template("instructor/dashboard.html", rows=rows, f=f, problems=problems, assignments=assignments,
+                           counts=store.queue_counts(s), statuses=STATUSES, sorts=store_web.SORTS)
+
+
+@bp.get("/students/<username>")
+@signed_in("instructor")
+def student(username):
+    s = session()
+    try:
+        st = store.get_student(s, username)
+    except store.NotFound:
+        abort(404)
+    return render_template("instructor/student.html", student=st,
+                           rows=store_web.submission_rows(s, student_id=st.id, sort="submitted"))
+
+
+# ---------------------------------------------------------------- one submission
+
+@bp.get("/submissions/<int:submission_id>")
+@signed_in("instructor")
+def submission(submission_id):
+    s = session()
+    sub = get_sub(submission_id)
+    view = result_view(s, sub, for_student=False)
+    report = store_web.report_of(s, sub)
+    report_text = None
+    if report is not None and report.kind == "markdown":
+        report_text = report.content.decode("utf-8", errors="replace")
+    return render_template("instructor/submission.html", sub=sub, view=view, status=status_json(s, sub),
+                           report=report, report_text=report_text, source=sub.content.decode("utf-8", "replace"),
+                           manual=manual_form_items(view["score"], sub.manual),
+                           history=store_web.manual_history(s, sub), attempts=store.attempts_of(s, sub),
+                           results=store.results_of(s, sub), poll_s=current_app.config["WEB_POLL_S"],
+                           status_url=url_for(".status", submission_id=sub.id), errors={})
+
+
+@bp.get("/submissions/<int:submission_id>/status.json")
+@signed_in("instructor")
+def status(submission_id):
+    return jsonify(status_json(session(), get_sub(submission_id)))
+
+
+@bp.post("/submissions/<int:submission_id>/manual")
+@signed_in("instructor")
+def grade(submission_id):
+    """Points and comments for the manual items; a blank points field leaves that item as it is."""
+    s = session()
+    sub = get_sub(submission_id)
+    grades, errors = {}, {}
+    for item in manual_form_items(None, sub.manual):
+        raw = request.form.get(f"points_{item['id']}", "")
+        comment = request.form.get(f"comment_{item['id']}", "").strip()
+        try:
+            points = form_number(raw)
+        except ValueError:
+            errors[item["id"]] = f"{raw!r} is not a number"
+            continue
+        if points is None:
+            continue
+        if not 0 <= points <= item["max"]:
+            errors[item["id"]] = f"points must be from 0 to {item['max']:g}"
+            continue
+        if points != item["points"] or comment != item["comment"]:
+            grades[item["id"]] = {"points": points, "comment": comment}
+    if errors:
+        flash("Nothing was saved: " + "; ".join(f"{k}: {v}" for k, v in errors.items()) + ".", "error")
+        return redirect(url_for(".submission", submission_id=sub.id, _anchor="manual"), 303)
+    if not grades:
+        flash("No changes to save.", "info")
+        return redirect(url_for(".submission", submission_id=sub.id, _anchor="manual"), 303)
+    row = store_web.grade_manual(s, sub, grades, instructor())
+    s.commit()
+    total = f" Total now {row.total:g} of {row.max:g}." if row else " It counts once the submission is graded."
+    flash(f"Saved {len(grades)} manual grade{'s' * (len(grades) > 1)}.{total}", "info")
+    return redirect(url_for(".submission", submission_id=sub.id, _anchor="manual"), 303)
+
+
+@bp.post("/submissions/<int:submission_id>/regrade")
+@signed_in("instructor")
+def regrade(submission_id):
+    s = session()
+    sub = store.request_regrade(s, get_sub(submission_id))
+    s.commit()
+    from worker.queue import send_grading
+    send_grading(current_app, sub.id, sub.task_id)
+    flash(f"Submission {sub.id} queued for regrading (request {sub.request}); the earlier result is kept.", "info")
+    return redirect(url_for(".submission", submission_id=sub.id), 303)
+
+
+@bp.get("/submissions/<int:submission_id>/report")
+@signed_in("instructor")
+def report(submission_id):
+    row = store_web.report_of(session(), get_sub(submission_id))
+    if row is None:
+        abort(404)
+    return report_response(row, inline=request.args.get("download") is None)
+
+
+@bp.get("/submissions/<int:submission_id>/file")
+@signed_in("instructor")
+def file(submission_id):
+    sub = get_sub(submission_id)
+    return Response(sub.content, mimetype="text/x-python",
+                    headers={"Content-Disposition": f'attachment; filename="{sub.filename}"'})
+
+
+# ---------------------------------------------------------------- an assignment
+
+def get_assignment(slug: str):
+    try:
+        return store.get_assignment(session(), slug)
+    except store.NotFound:
+        abort(404)
+
+
+@bp.post("/assignments/<slug>/regrade")
+@signed_in("instructor")
+def regrade_all(slug):
+    s = session()
+    subs = store_web.regrade_latest(s, get_assignment(slug))
+    s.commit()
+    from worker.queue import send_grading
+    for sub in subs:
+        send_grading(current_app, sub.id, sub.task_id)
+    flash(f"Queued {len(subs)} latest submission{'s' * (len(subs) != 1)} of {slug} for regrading.", "info")
+    return redirect(url_for(".dashboard", assignment=slug), 303)
+
+
+@bp.get("/assignments/<slug>")
+@signed_in("instructor")
+def assignment(slug):
+    """The score distribution (a histogram per category, from each student's counted submission) and releases."""
+    s = session()
+    a = get_assignment(slug)
+    dist = store_web.distribution(s, a)
+    charts = [histogram(dist["total"]["values"], dist["total"]["max"], title="Total", width=720, height=230)]
+    charts += [histogram(c["values"], c["max"], title=f"{c['title']} (of {c['max']:g})") for c in dist["categories"]]
+    rubric = scoring.current_rubric()
+    hidden = []
+    if rubric is not None:
+        for cat in rubric.categories:
+            items = [i for i in cat.items if i.visibility == "hidden"]
+            if items:
+                hidden.append({"id": cat.id, "title": cat.title, "all": len(items) == len(cat.items),
+                               "items": [{"id": i.id, "title": i.title, "points": i.points} for i in items]})
+    return render_template("instructor/assignment.html", a=a, dist=dist, charts=charts, hidden=hidden,
+                           released=store_web.released_keys(s, a))
+
+
+@bp.post("/assignments/<slug>/releases")
+@signed_in("instructor")
+def releases(slug):
+    s = session()
+    a = get_assignment(slug)
+    keys = store_web.set_releases(s, a, request.form.getlist("release"), instructor())
+    s.commit()
+    flash(f"Students of {slug} now see {len(keys)} released item{'s' * (len(keys) != 1)} or categor"
+          f"{'ies' if len(keys) != 1 else 'y'} that were hidden." if keys else
+          f"Hidden items of {slug} are hidden from students again.", "info")
+    return redirect(url_for(".assignment", slug=slug), 303)
+
+
+@bp.get("/assignments/<slug>/export.csv")
+@signed_in("instructor")
+def export(slug):
+    """The gradebook, as the API's export: a row per roster student, the submission that counts, its points."""
+    from rubric import gradebook_csv
+    rows = store.gradebook(session(), get_assignment(slug))
+    return Response(gradebook_csv(rows), mimetype="text/csv",
+                    headers={"Content-Disposition": f'attachment; filename="{slug}.csv"'})
+
+
+# ---------------------------------------------------------------- the roster
+
+@bp.get("/roster")
+@signed_in("instructor")
+def roster():
+    return render_template("instructor/roster.html", students=store.list_students(session()), issued=None,
+                           error=None)
+
+
+@bp.post("/roster")
+@signed_in("instructor")
+def roster_import():
+    """Add the students of a CSV and show each new token once (or send them back as a CSV download)."""
+    s = session()
+    upload = request.files.get("roster")
+    text = request.form.get("text", "")
+    if upload is not None and upload.filename:
+        data = upload.read(ROSTER_MAX_BYTES + 1)
+        if len(data) > ROSTER_MAX_BYTES:
+            error = "The roster file is larger than 1 MiB."
+        else:
+            try:
+                text, error = data.decode("utf-8-sig"), None
+            except UnicodeDecodeError:
+                error = "The roster file is not UTF-8 text."
+    else:
+        error = None if text.strip() else "Choose a CSV file (or paste its text) with a header row: username,name,email."
+    if error is None:
+        try:
+            issued = store_web.import_roster(s, text, reissue=bool(request.form.get("reissue")))
+        except store.StoreError as exc:
+            s.rollback()
+            error = exc.message[0].upper() + exc.message[1:] + "."
+    if error is not None:
+        return render_template("instructor/roster.html", students=store.list_students(s), issued=None,
+                               error=error), 422
+    s.commit()
+    if request.form.get("as") == "csv":
+        out = io.StringIO()
+        writer = csv.writer(out)
+        writer.writerow(["username", "name", "token"])
+        from rubric.export import text_cell
+        for row in issued:
+            if row["token"]:
+                writer.writerow([text_cell(row["username"]), text_cell(row["name"]), row["token"]])
+        return Response(out.getvalue(), mimetype="text/csv",
+                        headers={"Content-Disposition": 'attachment; filename="tokens.csv"'})
+    return render_template("instructor/roster.html", students=store.list_students(s), issued=issued, error=None)

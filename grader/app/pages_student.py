@@ -1,0 +1,223 @@
+"""Student pages: sign in with roster id and token, submit a module (and a report), watch it graded, read the result.
+
+Every page shows only the signed-in student's own submissions: another's looks exactly like a missing one (404).
+"""
+from flask import (Blueprint, Response, abort, current_app, flash, jsonify, redirect, render_template, request,
+                   url_for)
+
+from ..source import Rejected
+from . import scoring, store, store_web
+from .db import session
+from .models import Submission
+from .web import (RateLimited, allows_upload, check_rate, count_rate, safe_next, setup_blueprint, sign_in, sign_out,
+                  signed_in, who)
+from .web_results import result_view, status_json
+
+bp = setup_blueprint(Blueprint("student", __name__))
+
+
+def me():
+    return store.get_student(session(), who()["username"])
+
+
+def own_submission(submission_id: int) -> Submission:
+    """The signed-in student's submission; anyone else's is a 404, exactly like one that does not exist."""
+    sub = session().get(Submission, submission_id)
+    if sub is None or sub.student_id != who()["student_id"]:
+        abort(404)
+    return sub
+
+
+@bp.get("/")
+def home():
+    data = who()
+    if data is None:
+        return redirect(url_for(".signin"))
+    return redirect(url_for(".submit") if data["role"] == "student" else url_for("instructor.dashboard"))
+
+
+@bp.route("/signin", methods=["GET", "POST"])
+def signin():
+    if request.method == "GET":
+        return render_template("student/signin.html", username="", error=None)
+    username = request.form.get("username", "").strip()
+    token = request.form.get("token", "").strip()
+    if not username or not token:
+        return render_template("student/signin.html", username=username,
+                               error="Enter your roster id and your access token."), 400
+    key = f"signin:student:{username}"
+    try:
+        check_rate(key, "WEB_SIGNIN_LIMIT", "WEB_SIGNIN_WINDOW_S", "Too many failed sign-ins for this roster id")
+    except RateLimited as exc:
+        return render_template("student/signin.html", username=username, error=exc.message), 429
+    s = session()
+    principal = store_web.authenticate_student(s, username, token)
+    if principal is None:
+        count_rate(key)
+        return render_template("student/signin.html", username=username,
+                               error="That roster id and access token do not match an active student token."), 401
+    store_web.clear_events(s, key)
+    s.commit()
+    student = store.get_student(s, username)
+    sign_in("student", student_id=student.id, username=username, token_id=principal.token_id,
+            name=student.name or username)
+    return redirect(safe_next(request.args.get("next"), url_for(".submit")), 303)
+
+
+@bp.post("/signout")
+def signout():
+    sign_out()
+    flash("You are signed out.", "info")
+    return redirect(url_for(".signin"), 303)
+
+
+def submit_page(errors: dict | None = None, chosen: str | None = None, status: int = 200):
+    s = session()
+    assignments = store.list_assignments(s)
+    student = me()
+    rows = store_web.submission_rows(s, student_id=student.id, limit=10)
+    left = attempts_left(s, student)
+    return render_template("student/submit.html", assignments=assignments, errors=errors or {},
+                           chosen=chosen or (assignments[0].slug if len(assignments) == 1 else ""),
+                           history=[history_row(s, r) for r in rows], attempts=left,
+                           report_mib=current_app.config["WEB_REPORT_MAX_BYTES"] >> 20), status
+
+
+def attempts_left(s, student) -> dict | None:
+    """The rubric policy's submissions left in this period, over every assignment's uploads of this student."""
+    policy = scoring.policy()
+    if policy is None or not policy.attempts or not current_app.config["ENFORCE_ATTEMPTS"]:
+        return None
+    from rubric import attempts_left as left
+    from .models import utcnow
+    times = [sub.created_at for sub in store.list_submissions(s, student=student, limit=10**6)]
+    return {"left": left(times, utcnow(), policy), "of": policy.attempts, "period": policy.period}
+
+
+@bp.route("/submit", methods=["GET", "POST"])
+@signed_in("student")
+@allows_upload("WEB_REPORT_MAX_BYTES")
+def submit():
+    if request.method == "GET":
+        return submit_page()
+    s = session()
+    errors = {}
+    slug = request.form.get("assignment", "").strip()
+    assignment = None
+    if not slug:
+        errors["assignment"] = "Choose the assignment you are submitting for."
+    else:
+        try:
+            assignment = store.get_assignment(s, slug)
+        except store.NotFound:
+            errors["assignment"] = f"There is no assignment {slug!r}."
+    module = request.files.get("module")
+    if module is None or not module.filename:
+        errors["module"] = "Choose your Python module (a .py file) to upload."
+    elif not module.filename.endswith(".py"):
+        errors["module"] = f"{module.filename}: the module must be a Python file ending in .py."
+    report, report_kind = request.files.get("report"), None
+    report_data = b""
+    if report is not None and report.filename:
+        report_data = report.read()
+        try:
+            report_kind = store_web.validate_report(report_data, report.filename,
+                                                    current_app.config["WEB_REPORT_MAX_BYTES"])
+        except store.StoreError as exc:
+            errors["report"] = exc.message[0].upper() + exc.message[1:] + "."
+    if errors:
+        return submit_page(errors, slug, 422)
+    student = me()
+    key = f"upload:student:{student.id}"
+    try:
+        check_rate(key, "WEB_UPLOAD_LIMIT", "WEB_UPLOAD_WINDOW_S", "You are submitting faster than the service allows")
+    except RateLimited as exc:
+        return submit_page({"form": exc.message}, slug, 429)
+    count_rate(key)
+    data = module.read()
+    try:
+        upload = store.create_submission(s, assignment, student, data, module.filename,
+                                         archive_dir=current_app.config["SUBMISSIONS_DIR"],
+                                         enforce_attempts=current_app.config["ENFORCE_ATTEMPTS"])
+    except Rejected as exc:
+        s.rollback()
+        return submit_page({"module": f"{module.filename}: {exc}"}, slug, 422)
+    except store.TooMany as exc:
+        s.rollback()
+        return submit_page({"form": exc.message[0].upper() + exc.message[1:] + "."}, slug, 429)
+    sub = upload.submission
+    if report_kind:
+        store_web.attach_report(s, sub, report_data, report.filename, report_kind)
+    s.commit()
+    if upload.created:
+        from worker.queue import send_grading
+        send_grading(current_app, sub.id, sub.task_id)
+        flash(f"Submission {sub.id} received and queued for grading."
+              + (f" It is identical to your earlier submission {sub.same_as}." if upload.duplicate else ""), "info")
+    else:
+        flash(f"This module is identical to your latest submission ({sub.id}), so it was not queued again"
+              + ("; the report was attached to it." if report_kind else "."), "info")
+    return redirect(url_for(".submission", submission_id=sub.id), 303)
+
+
+def history_row(s, row: dict) -> dict:
+    """A dashboard row as the student may see it: totals over visible and released items only."""
+    shown = store_web.student_score(s, row["submission"], row["score"]) if row["score"] else None
+    return {**row, "total": shown["total"] if shown else None, "max": shown["max"] if shown else None,
+            "score": None}
+
+
+@bp.get("/submissions")
+@signed_in("student")
+def history():
+    s = session()
+    rows = store_web.submission_rows(s, student_id=who()["student_id"])
+    return render_template("student/history.html", history=[history_row(s, r) for r in rows])
+
+
+@bp.get("/submissions/<int:submission_id>")
+@signed_in("student")
+def submission(submission_id):
+    s = session()
+    sub = own_submission(submission_id)
+    rows = store_web.submission_rows(s, student_id=sub.student_id, limit=50)
+    return render_template("student/submission.html", sub=sub, status=status_json(s, sub),
+                           view=result_view(s, sub, for_student=True), report=store_web.report_of(s, sub),
+                           history=[history_row(s, r) for r in rows],
+                           poll_s=current_app.config["WEB_POLL_S"],
+                           status_url=url_for(".status", submission_id=sub.id))
+
+
+@bp.get("/submissions/<int:submission_id>/status.json")
+@signed_in("student")
+def status(submission_id):
+    return jsonify(status_json(session(), own_submission(submission_id)))
+
+
+@bp.get("/submissions/<int:submission_id>/report")
+@signed_in("student")
+def report(submission_id):
+    row = store_web.report_of(session(), own_submission(submission_id))
+    if row is None:
+        abort(404)
+    return report_response(row, inline=False)
+
+
+@bp.get("/submissions/<int:submission_id>/file")
+@signed_in("student")
+def file(submission_id):
+    sub = own_submission(submission_id)
+    return Response(sub.content, mimetype="text/x-python",
+                    headers={"Content-Disposition": f'attachment; filename="{sub.filename}"'})
+
+
+def report_response(row, inline: bool) -> Response:
+    """A stored report; inline for the instructor's viewer, with a CSP sandbox so nothing in it runs as this site."""
+    mimetype = "application/pdf" if row.kind == "pdf" else "text/plain"
+    disposition = "inline" if inline else "attachment"
+    safe_name = "".join(c if c.isalnum() or c in "._-" else "_" for c in row.filename) or "report"
+    return Response(row.content, mimetype=mimetype, headers={
+        "Content-Disposition": f'{disposition}; filename="{safe_name}"',
+        "Content-Security-Policy": "sandbox; default-src 'none'; object-src 'self'; frame-ancestors 'self'"
+        if row.kind != "pdf" else "default-src 'none'; object-src 'self'; frame-ancestors 'self'",
+    })

@@ -1,0 +1,165 @@
+"""A stored result as the pages show it: each check with its diagnostics and where to look, points per rubric item,
+the loss curve, and the live status of a grading."""
+import math
+import re
+
+from sqlalchemy.orm import Session
+
+from . import scoring, store, store_web
+from .api import progress
+from .models import Submission
+from .web_charts import loss_chart
+
+# docs/students.md, "if it fails, look at": the first place to look, by check.
+LOOK_AT = {
+    "split_heads": "the reshape in split_heads: reshape to (B, T, H, Dh), then transpose(1, 2)",
+    "attention_sdpa": "the softmax axis (must be the keys), the 1/√Dh scale, masked_fill with −∞",
+    "rope": "signs in the 2×2 rotation, the frequency formula, positions not converted to float",
+    "gradient_path": ".detach(), torch.no_grad(), .data, or layers the forward pass never uses",
+    "causality": "the causal mask: key j may be attended only when j ≤ i",
+    "padding": "the key padding mask, or a mask inverted (True means allowed)",
+    "kv_cache": "positions after the cache (absolute, not from 0), cache order, the causal mask within a chunk",
+    "checkpoint_reload": "random tensors that are neither parameters nor persistent buffers",
+    "no_shortcuts": "build attention yourself: no nn.MultiheadAttention, nn.Transformer* or scaled_dot_product_attention",
+    "training": "the forward pass in train mode, the loss targets (shifted by one for lm; PAD ignored), "
+                "anything random outside the seeded generator",
+    "evaluation": "eval mode, cached greedy decoding, and that the model you trained is the one evaluated",
+}
+STATUS_MEANING = {
+    "pass": "passed", "fail": "your code ran but broke the property", "error": "your code raised an exception",
+    "timeout": "the check ran out of time", "oom": "the check ran out of memory",
+    "crash": "the process died before it reported", "skipped": "skipped", "missing": "not run",
+}
+LARGEST = re.compile(r"largest difference is (?P<diff>\S+) at (?P<where>[^()]+?) "
+                     r"\(got (?P<got>[^,]+), expected (?P<expected>[^)]+)\)")
+LEAK = re.compile(r"changed the logits at earlier (?P<where>.+?) by (?P<diff>[-+0-9.eE]+)")
+CURVES = ("loss_curve", "grad_norm_curve")
+
+
+def number(value) -> str:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
+    if isinstance(value, int):
+        return str(value)
+    return f"{value:.4g}" if math.isfinite(value) else str(value)
+
+
+def diagnostics(check: dict) -> list[tuple[str, str]]:
+    """(label, value) rows: the largest difference, where it is, what was got and expected, how many differ."""
+    metrics = check.get("metrics") if isinstance(check.get("metrics"), dict) else {}
+    texts = [str(check.get("message") or "")] + [str(d) for d in check.get("details") or []]
+    rows = []
+    found = next((m for t in texts for m in [LARGEST.search(t)] if m), None)
+    leak = next((m for t in texts for m in [LEAK.search(t)] if m), None)
+    if found:
+        rows += [("Largest difference", found["diff"]), ("Where", found["where"]),
+                 ("Got / expected", f"{found['got']} / {found['expected']}")]
+    elif leak:
+        rows += [("Largest change", leak["diff"]), ("Where", leak["where"])]
+    else:
+        for key in ("max_abs_diff", "step_max_abs_diff", "chunked_max_abs_diff", "max_leak"):
+            if isinstance(metrics.get(key), (int, float)) and metrics[key]:
+                rows.append(("Largest difference" if "diff" in key else "Largest change", number(metrics[key])))
+                break
+        if isinstance(metrics.get("worst_index"), list):
+            rows.append(("Where", "index " + ", ".join(map(str, metrics["worst_index"]))))
+    if isinstance(metrics.get("mismatched"), int) and isinstance(metrics.get("compared"), int) and metrics["mismatched"]:
+        rows.append(("Values that differ", f"{metrics['mismatched']} of {metrics['compared']}"))
+    return rows
+
+
+def measured(check: dict) -> list[tuple[str, str]]:
+    """Every scalar metric (curves and nested settings are shown elsewhere)."""
+    metrics = check.get("metrics") if isinstance(check.get("metrics"), dict) else {}
+    return [(k, number(v)) for k, v in metrics.items() if k not in CURVES and not isinstance(v, (list, dict))]
+
+
+def check_rows(report: dict | None, points: dict, instructor: bool = False) -> list[dict]:
+    """One entry per check of the report, with its points under the rubric (check id -> (points, max))."""
+    rows = []
+    for c in (report or {}).get("checks", []):
+        status = str(c.get("status"))
+        rows.append({"id": c.get("id"), "status": status, "meaning": STATUS_MEANING.get(status, status),
+                     "message": c.get("message") or "", "details": list(c.get("details") or []),
+                     "diagnostics": diagnostics(c) if status != "pass" else [], "measured": measured(c),
+                     "look_at": LOOK_AT.get(c.get("id")) if status not in ("pass", "skipped") else None,
+                     "stdout": c.get("stdout") or "", "duration_s": c.get("duration_s"),
+                     "points": points.get(c.get("id")),
+                     "settings": {k: v for k, v in (c.get("metrics") or {}).items() if isinstance(v, dict)}
+                     if instructor else {}})
+    return rows
+
+
+def points_by_check(scored: dict | None) -> dict:
+    if not scored:
+        return {}
+    from rubric import points_by_check as by_check
+    return by_check(scored)
+
+
+def result_view(s: Session, sub: Submission, for_student: bool) -> dict:
+    """Everything a result page shows about the submission's latest result (none while it has no result)."""
+    result = store.latest_result(s, sub)
+    view = {"result": result, "score": None, "checks": [], "loss_chart": None, "training": None,
+            "previous": None, "released": store_web.released_keys(s, sub.assignment)}
+    if result is None:
+        return view
+    row = store.score_of(s, result)
+    scored = row.score if row else None
+    if for_student:
+        scored = store_web.student_score(s, sub, scored, view["released"])
+    view["score"] = scored
+    view["rubric_version"] = row.rubric_version if row else None
+    view["checks"] = check_rows(result.report, points_by_check(scored), instructor=not for_student)
+    training = next((c for c in result.report.get("checks", []) if c.get("id") == "training"), None)
+    if training is not None:
+        view["training"] = training
+        view["loss_chart"] = loss_chart(training.get("metrics") or {})
+    if result.request > 1:
+        earlier = [r for r in store.results_of(s, sub) if r.request < result.request]
+        before = store.score_of(s, earlier[-1]) if earlier else None
+        if before is not None:
+            shown = store_web.student_score(s, sub, before.score, view["released"]) if for_student else before.score
+            view["previous"] = {"request": earlier[-1].request, "total": shown["total"] if shown else None,
+                                "max": shown["max"] if shown else None}
+    view["summary"] = result.report.get("summary") or {}
+    view["timings"] = result.report.get("timings") or {}
+    view["current"] = sub.status == "done"
+    return view
+
+
+def status_json(s: Session, sub: Submission) -> dict:
+    """What the status page polls: the state, the queue position, the check in progress, and a sentence saying so."""
+    position = store.queue_position(s, sub)
+    prog = progress(sub)
+    if sub.status == "queued":
+        text = f"Queued: number {position} in the queue" if position else "Queued"
+        if sub.request > 1:
+            text += " (regrade)"
+    elif sub.status == "running":
+        if prog and prog.get("check"):
+            step = f"check {prog['index']} of {prog['of']}: " if prog.get("index") else ""
+            text = f"Running {step}{prog['check']}"
+        else:
+            text = "Running: starting the sandbox"
+    elif sub.status == "done":
+        text = "Graded"
+    else:
+        text = "Grading could not be completed on our side; your instructor can see why and regrade it"
+    return {"id": sub.id, "status": sub.status, "queue_position": position, "progress": prog, "text": text,
+            "finished": sub.status in ("done", "failed")}
+
+
+def manual_form_items(scored: dict | None, manual: dict | None) -> list[dict]:
+    """The rubric's manual items: description, maximum, visibility, the grade stored now and its points in the score."""
+    rubric = scoring.current_rubric()
+    items = {item["id"]: item for cat in (scored or {}).get("categories", []) for item in cat["items"]}
+    out = []
+    for cat, item in store_web.manual_items(rubric):
+        grade = (manual or {}).get(item.id)
+        grade = grade if isinstance(grade, dict) else {"points": grade} if grade is not None else {}
+        out.append({"id": item.id, "title": item.title, "category": cat.title, "category_id": cat.id,
+                    "max": item.points, "description": item.description, "visibility": item.visibility,
+                    "status": items.get(item.id, {}).get("status", "pending"), "points": grade.get("points"),
+                    "comment": grade.get("comment") or ""})
+    return out

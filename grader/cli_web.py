@@ -1,0 +1,49 @@
+"""`grader instructor create | password | list`: accounts for the instructor pages (passwords stored hashed).
+
+Registered on the `grader` group by grader/cli.py; like cli_service, heavy imports happen inside the commands.
+"""
+import click
+
+from .cli import main
+from .cli_service import _or_fail, in_session
+
+
+@main.group()
+def instructor():
+    """Instructor accounts for the web pages (students sign in with their roster id and token instead)."""
+
+
+@instructor.command("create")
+@click.argument("username")
+@click.option("--name", default="", help="Shown on the pages.")
+@click.option("--password", prompt=True, hide_input=True, confirmation_prompt=True,
+              help="Asked for when not given (at least 10 characters); stored only as a salted hash.")
+def instructor_create(username, name, password):
+    """Create an instructor account."""
+    from .app import store_web
+    _or_fail(lambda s: store_web.create_instructor(s, username, password, name))
+    click.echo(f"created instructor {username}")
+
+
+@instructor.command("password")
+@click.argument("username")
+@click.option("--password", prompt=True, hide_input=True, confirmation_prompt=True)
+def instructor_password(username, password):
+    """Set a new password for an instructor."""
+    from .app import store_web
+    _or_fail(lambda s: store_web.set_instructor_password(s, username, password))
+    click.echo(f"password changed for {username}")
+
+
+@instructor.command("list")
+def instructor_list():
+    """List instructor accounts (never their passwords)."""
+    from sqlalchemy import select
+
+    from .app.models_web import Instructor
+
+    def rows(s):
+        return [(i.id, i.username, i.name, "disabled" if i.disabled_at else "active")
+                for i in s.scalars(select(Instructor).order_by(Instructor.username))]
+    for row in in_session(rows):
+        click.echo("\t".join(map(str, row)))

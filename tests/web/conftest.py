@@ -1,0 +1,36 @@
+"""Fixtures for the pages: the app on SQLite with an in-memory broker, a course, an instructor account."""
+import logging
+
+import pytest
+
+from .web_helpers import PASSWORD, TESTS  # noqa: F401  (web_helpers puts tests/ on sys.path)
+from service.conftest import pg_url  # noqa: E402,F401  (the service's PostgreSQL database, for the browser tests)
+from service.svc_helpers import make_app, make_course  # noqa: E402
+
+logging.getLogger("werkzeug").setLevel(logging.WARNING)
+
+
+@pytest.fixture
+def web_app(tmp_path, monkeypatch):
+    """The whole app (API and pages) on SQLite in a temporary folder; uploads are queued, never graded here."""
+    from grader.app.db import get_db
+    monkeypatch.setenv("GRADER_INSTANCE_PATH", str(tmp_path / "instance"))
+    app = make_app(f"sqlite:///{tmp_path}/grader.sqlite", tmp_path, ENFORCE_ATTEMPTS=False)
+    yield app
+    get_db(app).engine.dispose()
+
+
+@pytest.fixture
+def course(web_app):
+    """Assignment 'cap', students alice and bob with tokens, and the instructor account prof."""
+    from grader.app import store_web
+    from grader.app.db import get_db
+    c = make_course(web_app)
+    with web_app.app_context(), get_db(web_app).session() as s:
+        store_web.create_instructor(s, "prof", PASSWORD, "Prof. Ada")
+    return c
+
+
+@pytest.fixture
+def client(web_app):
+    return web_app.test_client()

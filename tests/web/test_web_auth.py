@@ -1,0 +1,85 @@
+"""Signing in: students with roster id and token, instructors with a hashed password; sessions follow revocation."""
+import pytest
+from sqlalchemy import select
+
+from .web_helpers import PASSWORD, csrf, sign_in_instructor, sign_in_student, text_of
+
+
+def test_a_student_signs_in_with_roster_id_and_token(client, course):
+    r = sign_in_student(client, "alice", course.alice)
+    assert r.status_code == 303 and r.location.endswith("/submit"), r.location
+    page = client.get("/submit")
+    assert page.status_code == 200 and "Alice (student)" in text_of(page)
+
+
+@pytest.mark.parametrize("username, token, why", [
+    ("alice", "gr_not-a-token", "an unknown token"),
+    ("alice", "BOB", "bob's token under alice's roster id"),
+    ("alice", "INSTRUCTOR", "an instructor token is not a student sign-in"),
+    ("nobody", "ALICE", "a roster id the token does not belong to"),
+])
+def test_a_wrong_pair_is_refused(client, course, username, token, why):
+    token = {"BOB": course.bob, "ALICE": course.alice, "INSTRUCTOR": course.instructor}.get(token, token)
+    r = sign_in_student(client, username, token)
+    assert r.status_code == 401, f"{why} must not sign in"
+    assert "do not match an active student token" in text_of(r)
+    assert client.get("/submit").status_code == 302, "still signed out"
+
+
+def test_a_revoked_token_ends_the_students_session(web_app, client, course):
+    from grader.app.auth import revoke_token
+    from grader.app.db import get_db
+    from grader.app.models import Student, Token
+    sign_in_student(client, "alice", course.alice)
+    assert client.get("/submit").status_code == 200
+    with web_app.app_context(), get_db(web_app).session() as s:
+        alice = s.scalar(select(Student).where(Student.username == "alice"))
+        for t in s.scalars(select(Token).where(Token.student_id == alice.id)):
+            revoke_token(s, t.id)
+    r = client.get("/submit")
+    assert r.status_code == 302 and "/signin" in r.location, "a revoked token must sign the browser out"
+
+
+def test_instructor_passwords_are_stored_hashed_and_checked(web_app, client, course):
+    from grader.app.db import get_db
+    from grader.app.models_web import Instructor
+    with web_app.app_context(), get_db(web_app).session() as s:
+        row = s.scalar(select(Instructor).where(Instructor.username == "prof"))
+        assert PASSWORD not in row.password_hash and row.password_hash.startswith(("scrypt:", "pbkdf2:")), \
+            "the password must be kept only as a salted hash"
+    assert sign_in_instructor(client, "prof", "wrong password!!").status_code == 401
+    assert sign_in_instructor(client, "ghost", PASSWORD).status_code == 401
+    r = sign_in_instructor(client)
+    assert r.status_code == 303 and r.location.endswith("/instructor/")
+    assert "All submissions" in text_of(client.get("/instructor/"))
+
+
+@pytest.mark.parametrize("path", ["/instructor/", "/instructor/roster", "/instructor/submissions/1",
+                                  "/instructor/assignments/cap", "/instructor/assignments/cap/export.csv"])
+def test_instructor_pages_need_an_instructor(client, course, path):
+    assert "/instructor/signin" in client.get(path).location, f"{path} open without signing in"
+    sign_in_student(client, "alice", course.alice)
+    r = client.get(path)
+    assert r.status_code == 302 and "/instructor/signin" in r.location, f"a student opened {path}"
+
+
+@pytest.mark.parametrize("target", ["//evil.example/x", "https://evil.example/", "/\\evil.example"])
+def test_sign_in_never_redirects_off_site(client, course, target):
+    r = client.post(f"/signin?next={target}", data={"username": "alice", "token": course.alice,
+                                                    "csrf_token": csrf(client)})
+    assert r.status_code == 303 and r.location == "/submit", f"next={target} led to {r.location}"
+
+
+def test_sign_in_keeps_a_safe_next_page(client, course):
+    first = client.get("/submissions")
+    assert first.status_code == 302 and "next=/submissions" in first.location
+    r = client.post("/signin?next=/submissions", data={"username": "alice", "token": course.alice,
+                                                       "csrf_token": csrf(client)})
+    assert r.location == "/submissions"
+
+
+def test_signing_out_ends_the_session(client, course):
+    sign_in_student(client, "alice", course.alice)
+    token = csrf(client, "/submit")
+    assert client.post("/signout", data={"csrf_token": token}).status_code == 303
+    assert client.get("/submit").status_code == 302

@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 # can run it wherever the repository lives (a checkout under a 0700 directory is unreachable for them).
 RUNNER := /opt/transformer-grader/runner
 
-.PHONY: setup test run clean
+.PHONY: setup test run stop system-deps images compose-up compose-down compose-test clean
 
 setup: $(VENV)/.installed $(if $(filter 0,$(shell id -u)),$(RUNNER)/.installed)
 
@@ -27,9 +27,53 @@ $(RUNNER)/.installed:
 test: setup
 	$(BIN)/pytest -q -rs
 
-run: setup
-	$(BIN)/grader check submissions/reference_lm.py
-	$(BIN)/grader check submissions/reference_reverse.py
+# The service on this machine without Docker: SQLite, a local Redis, the process sandbox, the web and a
+# worker in the background, the two reference solutions graded through the API. `make stop` stops it.
+run: system-deps setup
+	scripts/run-local.sh
+
+# What a fresh Debian/Ubuntu lacks for `make setup` and `make run` (as root; otherwise it says what to install).
+system-deps:
+	@missing=""; \
+	$(PYTHON) -c 'import ensurepip, venv' 2>/dev/null || missing="$$missing python3-venv"; \
+	command -v redis-server >/dev/null || missing="$$missing redis-server"; \
+	[ -z "$$missing" ] || { \
+	    if [ "$$(id -u)" = 0 ]; then echo "installing$$missing"; export DEBIAN_FRONTEND=noninteractive; \
+	        apt-get install -y -q $$missing >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q $$missing >/dev/null; }; \
+	    else echo "please install:$$missing (sudo apt-get install$$missing)"; exit 1; fi; }
+
+INSTANCE = $(or $(GRADER_INSTANCE_PATH),instance)
+
+stop:
+	@for f in $(INSTANCE)/run/web.pid $(INSTANCE)/run/worker.pid $(INSTANCE)/run/redis.pid; do \
+	    [ -f $$f ] || continue; pid=$$(cat $$f); \
+	    if kill $$pid 2>/dev/null; then echo "stopped $$(basename $$f .pid) ($$pid)"; fi; rm -f $$f; \
+	done
+
+# The compose stack (docker-compose.yml): images built where nothing can be pulled, then the stack.
+COMPOSE := docker-compose --env-file build/compose.env
+
+images:
+	scripts/start-dockerd.sh
+	@command -v docker-compose >/dev/null || { export DEBIAN_FRONTEND=noninteractive; \
+	    apt-get install -y -q docker-compose >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q docker-compose >/dev/null; }; }
+	scripts/build-images.sh
+
+compose-up: images
+	$(COMPOSE) up -d
+	@echo "the grader is at http://127.0.0.1:$${GRADER_WEB_PORT:-5000}; make compose-down stops it (keeping the data)"
+
+compose-down:
+	$(COMPOSE) down
+
+compose-test: setup images
+	$(BIN)/pytest -q -rs tests/test_compose.py
+
+# Benchmarks (bench/run_all.py): latency split, overhead, the naive baseline, throughput, web load, memory;
+# prints the tables and writes BENCHMARKS.md. `make bench QUICK=1` is the short run.
+.PHONY: bench
+bench: setup
+	$(BIN)/python bench/run_all.py $(if $(QUICK),--quick)
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -9,7 +9,7 @@ RUNNER := /opt/transformer-grader/runner
 
 .PHONY: setup test run stop system-deps images compose-up compose-down compose-test clean
 
-setup: $(VENV)/.installed $(if $(filter 0,$(shell id -u)),$(RUNNER)/.installed)
+setup: system-deps $(VENV)/.installed $(if $(filter 0,$(shell id -u)),$(RUNNER)/.installed)
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)

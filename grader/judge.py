@@ -211,7 +211,6 @@ def run_summary(run, options: Options) -> dict:
     import_s = hello.get("import_s") if isinstance(hello.get("import_s"), (int, float)) else None
     start_s = round(run.hello_at_s - import_s, 3) if run.hello_at_s is not None and import_s is not None else None
     return {"environment": {"torch": hello.get("torch"), "python": hello.get("python"), "threads": hello.get("threads")},
-            "sandbox": {"backend": run.backend, "limits": options.limits.to_dict(), "killed": run.killed,
-                        "layers": run.layers},
+            "sandbox": {"backend": run.backend, "limits": options.limits.to_dict(), "killed": run.killed},
             "timings": {"sandbox_start_s": start_s, "torch_import_s": import_s, "stages": stages,
                         "sandbox_s": round(run.wall_s, 3)}}

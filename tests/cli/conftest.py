@@ -2,7 +2,6 @@
 
 Reuses the service tests' helpers (tests/service/svc_cluster.py, svc_helpers.py) and their `pg_url` fixture.
 """
-import json
 import logging
 import os
 import sys
@@ -15,8 +14,8 @@ if str(TESTS) not in sys.path:  # pytest puts it there for tests/conftest.py; be
     sys.path.insert(0, str(TESTS))
 
 from service.conftest import pg_url  # noqa: E402,F401  (the service's PostgreSQL database for the session)
-from service.svc_cluster import LiveServer, RedisServer, Worker  # noqa: E402
-from service.svc_helpers import empty_tables, make_app, make_course, unavailable  # noqa: E402
+from service.svc_cluster import LiveServer, Worker, cluster_app  # noqa: E402
+from service.svc_helpers import make_app, make_course  # noqa: E402
 
 from .cli_helpers import CLUSTER_SETTINGS, Server  # noqa: E402
 
@@ -52,24 +51,9 @@ def api_server(tmp_path_factory):
 @pytest.fixture(scope="module")
 def cluster(pg_url, tmp_path_factory):
     """The app on PostgreSQL over HTTP, a Redis of our own and one `grader worker` with 2 grading processes."""
-    from grader.app import create_app
     from grader.app.db import get_db
     workdir = tmp_path_factory.mktemp("cli-cluster")
-    try:
-        redis = RedisServer(workdir).start()
-    except FileNotFoundError as exc:
-        unavailable(str(exc))
-    settings = {"DATABASE_URL": pg_url, "BROKER_URL": redis.url, "SUBMISSIONS_DIR": str(workdir / "archive"),
-                **CLUSTER_SETTINGS}
-    env = {**os.environ, "GRADER_INSTANCE_PATH": str(workdir / "worker-instance"),
-           **{f"GRADER_{k}": json.dumps(v) if not isinstance(v, str) else v for k, v in settings.items()}}
-    previous = os.environ.get("GRADER_INSTANCE_PATH")
-    os.environ["GRADER_INSTANCE_PATH"] = str(workdir / "web-instance")
-    try:
-        app = create_app({**settings, "SECRET_KEY": "test"})
-    finally:
-        os.environ.pop("GRADER_INSTANCE_PATH") if previous is None else os.environ.update(GRADER_INSTANCE_PATH=previous)
-    empty_tables(app)
+    app, redis, env = cluster_app(pg_url, workdir, CLUSTER_SETTINGS, secret_key="test")
     course = make_course(app, "batch", ["split_heads"])
     live = LiveServer(app).start()
     worker = Worker("cli", env, workdir, concurrency=2, beat=True)

@@ -163,3 +163,28 @@ class Http:
                 f"Content-Type: text/x-python\r\n\r\n").encode() + data + f"\r\n--{boundary}--\r\n".encode()
         return self.request("POST", f"/api/v1/assignments/{slug}/submissions", token, body,
                             f"multipart/form-data; boundary={boundary}")
+
+
+def cluster_app(pg_url: str, workdir: Path, settings: dict, secret_key: str = "test"):
+    """A Redis of our own, the app on PostgreSQL with empty tables, and the environment a worker joins them by.
+
+    Returns (app, redis, env). The web app and the workers get separate instance folders, as on two hosts.
+    """
+    from grader.app import create_app
+    from .svc_helpers import empty_tables, unavailable
+    try:
+        redis = RedisServer(workdir).start()
+    except FileNotFoundError as exc:
+        unavailable(str(exc))
+    settings = {"DATABASE_URL": pg_url, "BROKER_URL": redis.url, "SUBMISSIONS_DIR": str(workdir / "archive"),
+                **settings}
+    env = {**os.environ, "GRADER_INSTANCE_PATH": str(workdir / "worker-instance"),
+           **{f"GRADER_{k}": json.dumps(v) if not isinstance(v, str) else v for k, v in settings.items()}}
+    previous = os.environ.get("GRADER_INSTANCE_PATH")
+    os.environ["GRADER_INSTANCE_PATH"] = str(workdir / "web-instance")
+    try:
+        app = create_app({**settings, "SECRET_KEY": secret_key})
+    finally:
+        os.environ.pop("GRADER_INSTANCE_PATH") if previous is None else os.environ.update(GRADER_INSTANCE_PATH=previous)
+    empty_tables(app)
+    return app, redis, env

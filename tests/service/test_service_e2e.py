@@ -17,8 +17,8 @@ from grader.app.auth import issue_token
 from grader.registry import check_ids
 from grader.app.db import get_db
 from grader.app.models import Attempt, Result, Submission
-from .svc_cluster import BIN, Http, LiveServer, RedisServer, Worker, wait_for
-from .svc_helpers import empty_tables, make_course, unavailable
+from .svc_cluster import BIN, Http, LiveServer, Worker, cluster_app, wait_for
+from .svc_helpers import make_course
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
@@ -86,23 +86,8 @@ class Cluster:
 
 @pytest.fixture(scope="module")
 def cluster(pg_url, tmp_path_factory):
-    from grader.app import create_app
     workdir = tmp_path_factory.mktemp("cluster")
-    try:
-        redis = RedisServer(workdir).start()
-    except FileNotFoundError as exc:
-        unavailable(str(exc))
-    settings = {"DATABASE_URL": pg_url, "BROKER_URL": redis.url, "SUBMISSIONS_DIR": str(workdir / "archive"),
-                **SETTINGS}
-    env = {**os.environ, "GRADER_INSTANCE_PATH": str(workdir / "worker-instance"),
-           **{f"GRADER_{k}": json.dumps(v) if not isinstance(v, str) else v for k, v in settings.items()}}
-    previous = os.environ.get("GRADER_INSTANCE_PATH")
-    os.environ["GRADER_INSTANCE_PATH"] = str(workdir / "web-instance")
-    try:
-        app = create_app({**settings, "SECRET_KEY": "test"})
-    finally:
-        os.environ.pop("GRADER_INSTANCE_PATH") if previous is None else os.environ.update(GRADER_INSTANCE_PATH=previous)
-    empty_tables(app)
+    app, redis, env = cluster_app(pg_url, workdir, SETTINGS, secret_key="test")
     course = make_course(app, "cap", E2E_CHECKS)
     with get_db(app).session() as s:
         store.create_assignment(s, "burst", title="Burst", checks=["split_heads"])

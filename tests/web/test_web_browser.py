@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from service.svc_cluster import Http, LiveServer, RedisServer, Worker, wait_for
-from service.svc_helpers import empty_tables, make_course, unavailable
+from service.svc_cluster import Http, LiveServer, Worker, cluster_app, wait_for
+from service.svc_helpers import make_course
 
 from .web_helpers import PASSWORD, REFERENCE, ROOT, known_bad
 
@@ -78,25 +78,11 @@ def site(pg_url, chromium, tmp_path_factory):
     """The app on a port, a redis-server of its own and one worker, on the session's PostgreSQL database."""
     from sqlalchemy import text
 
-    from grader.app import create_app, store, store_web
+    from grader.app import store, store_web
     from grader.app.auth import issue_token
     from grader.app.db import get_db
     workdir = tmp_path_factory.mktemp("web-cluster")
-    try:
-        redis = RedisServer(workdir).start()
-    except FileNotFoundError as exc:
-        unavailable(str(exc))
-    settings = {"DATABASE_URL": pg_url, "BROKER_URL": redis.url, "SUBMISSIONS_DIR": str(workdir / "archive"),
-                **SETTINGS}
-    env = {**os.environ, "GRADER_INSTANCE_PATH": str(workdir / "worker-instance"),
-           **{f"GRADER_{k}": json.dumps(v) if not isinstance(v, str) else v for k, v in settings.items()}}
-    previous = os.environ.get("GRADER_INSTANCE_PATH")
-    os.environ["GRADER_INSTANCE_PATH"] = str(workdir / "web-instance")
-    try:
-        app = create_app({**settings, "SECRET_KEY": "browser-test"})
-    finally:
-        os.environ.pop("GRADER_INSTANCE_PATH") if previous is None else os.environ.update(GRADER_INSTANCE_PATH=previous)
-    empty_tables(app)
+    app, redis, env = cluster_app(pg_url, workdir, SETTINGS, secret_key="browser-test")
     with get_db(app).engine.begin() as conn:
         conn.execute(text("TRUNCATE instructors, rate_events RESTART IDENTITY CASCADE"))
     course = make_course(app, "cap", RESULT_CHECKS)

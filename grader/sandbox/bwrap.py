@@ -10,7 +10,6 @@ import functools
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 # A few files from /etc that the dynamic loader and libc read; nothing with secrets.
@@ -76,8 +75,8 @@ def command(job_dir: Path, python: str, scratch_mb: int, seccomp_fd: int | None,
 
 
 @functools.lru_cache(maxsize=8)
-def probe(uid: int | None) -> str | None:
-    """None when bwrap can build this sandbox here as that uid (checked once per process), else why not."""
+def probe(uid: int | None, python: str) -> str | None:
+    """None when bwrap can build this sandbox here as that uid for that interpreter (checked once), else why not."""
     exe = executable()
     if not exe:
         return "bwrap is not installed"
@@ -87,7 +86,8 @@ def probe(uid: int | None) -> str | None:
     try:
         (job / "scratch").mkdir()
         os.chmod(job, 0o755)
-        cmd = command(job, sys.executable, 8, None) + [sys.executable, "-I", "-c", "import os; open('x', 'w').write('1')"]
+        # the sandbox's own interpreter: the grader's may live where the sandbox uid cannot reach (a 0700 checkout)
+        cmd = command(job, python, 8, None) + [python, "-I", "-c", "import os; open('x', 'w').write('1')"]
         try:
             proc = subprocess.run(cmd, capture_output=True, timeout=30, preexec_fn=drop_privileges(uid, uid),
                                   cwd="/", env={"PATH": "/usr/bin:/bin"})

@@ -155,7 +155,7 @@ class ProcessSandbox(Sandbox):
         if self.want["bwrap"] is False:
             record["bwrap"] = "off (configured)"
         else:
-            why = bwrap.probe(uid)
+            why = bwrap.probe(uid, self.python)
             use_bwrap = why is None
             record["bwrap"] = "namespaces" if use_bwrap else f"off: {why}"
         return cgroup, bpf, use_bwrap, record

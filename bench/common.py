@@ -1,0 +1,98 @@
+"""Shared by the benchmarks: the submissions, the check sets, the stages a grading plans, and table output."""
+import importlib.util
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+SUBMISSIONS = {"reference_lm": ROOT / "submissions" / "reference_lm.py",
+               "reference_reverse": ROOT / "submissions" / "reference_reverse.py",
+               "known_bad": ROOT / "submissions" / "known_bad.py"}
+# The correctness checks (seconds each); training and evaluation are the long ones.
+CORRECTNESS = ("split_heads", "attention_sdpa", "rope", "gradient_path", "causality", "padding", "kv_cache",
+               "checkpoint_reload", "no_shortcuts")
+RESULTS_DIR = ROOT / "build" / "bench"
+
+
+def check_set(quick: bool, training: bool | None = None) -> tuple:
+    """Quick: the correctness checks; full: those and training (evaluation is measured by latency.py only)."""
+    with_training = (not quick) if training is None else training
+    return CORRECTNESS + (("training",) if with_training else ())
+
+
+def plan_stages(text: str, checks: tuple, seed: int | None = None):
+    """The stages grade_bytes would run for these checks, deduplicated as the judge does."""
+    from grader.checks.base import Context
+    from grader.configs import DEFAULT_SEED
+    from grader.judge import select_checks
+    from grader.source import read_source
+    ctx = Context(DEFAULT_SEED if seed is None else seed, read_source(text.encode()))
+    plans = [s for c in select_checks(checks) for s in c.plan(ctx)]
+    return list({s.key: s for s in plans}.values())
+
+
+def import_file(path: Path, name: str = "submission"):
+    """The file as a fresh module of this process."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def pct(values, p: float) -> float:
+    """The p-th percentile (nearest rank) of values."""
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    k = max(0, min(len(ordered) - 1, int(round(p / 100 * len(ordered) + 0.5)) - 1))
+    return ordered[k]
+
+
+def med(values) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def table(headers, rows) -> str:
+    """A GitHub markdown table (also readable in a terminal)."""
+    cells = [[str(h) for h in headers]] + [[fmt(c) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    line = lambda r: "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |"  # noqa: E731
+    return "\n".join([line(cells[0]), "|" + "|".join("-" * (w + 2) for w in widths) + "|"] + [line(r) for r in cells[1:]])
+
+
+def fmt(value) -> str:
+    if isinstance(value, float):
+        return "n/a" if value != value else (f"{value:.3f}" if abs(value) < 10 else f"{value:.1f}")
+    return "" if value is None else str(value)
+
+
+def save(name: str, payload: dict) -> Path:
+    """Write one benchmark's results (tables as markdown + raw numbers) under build/bench/."""
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    payload = {"name": name, "at": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+               "cpus": os.cpu_count(), "load": os.getloadavg()[0], **payload}
+    path = RESULTS_DIR / f"{name}.json"
+    path.write_text(json.dumps(payload, indent=1, default=str))
+    return path
+
+
+def emit(title: str, text: str) -> str:
+    """Print a section and return it as markdown."""
+    block = f"### {title}\n\n{text}\n"
+    print("\n" + block, flush=True)
+    return block
+
+
+def docker_ready() -> str | None:
+    """None when the docker backend can run (engine answers, runner image present), else why not."""
+    try:
+        from grader.sandbox import docker as docker_backend
+        return docker_backend.engine_answers() or docker_backend.image_present()
+    except Exception as exc:  # the SDK missing, a socket refusing
+        return f"{type(exc).__name__}: {exc}"

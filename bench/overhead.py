@@ -1,0 +1,121 @@
+"""Where a grading's time goes, and its overhead against the bare compute of the same checks in one process.
+
+    .venv/bin/python bench/overhead.py [--quick] [--repeat N] [--submissions reference_lm,...] [--evaluation]
+
+"grader": grade_bytes with the process sandbox, as a worker calls it (the judge's torch already imported).
+"direct": the same probes on the same inputs and parameters, called in this process with one torch thread,
+the submission imported once: the checks' own compute, nothing else. Overhead = grader - direct; the
+target is overhead <= 0.25 x direct. The two alternate round by round; read the ratios.
+Also prints the latency split of the grader's runs (sandbox start, torch import, each check, the judge's
+own work, scoring with the packaged rubric).
+"""
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import SUBMISSIONS, check_set, emit, import_file, med, plan_stages, save, table  # noqa: E402
+
+
+def direct(path: Path, checks: tuple) -> tuple[float, dict]:
+    """Wall seconds of every stage's probe called here, and each stage's seconds."""
+    from grader.harness import probes
+    text = path.read_text()
+    stages = plan_stages(text, checks)
+    module = import_file(path)
+    outputs, per_stage = {}, {}
+    started = time.perf_counter()
+    for stage in stages:
+        t0 = time.perf_counter()
+        inputs = dict(stage.inputs)
+        if stage.input_from:
+            inputs.update({"prev/" + k: v for k, v in outputs[stage.input_from].items()})
+        try:
+            outputs[stage.key], _ = probes.PROBES[stage.probe](module, inputs, stage.params)
+        except Exception as exc:  # a known-bad submission: its failure costs what it costs
+            outputs[stage.key] = {}
+            print(f"  direct: {stage.key} raised {type(exc).__name__}", flush=True)
+        per_stage[stage.key] = time.perf_counter() - t0
+    return time.perf_counter() - started, per_stage
+
+
+def graded(path: Path, checks: tuple) -> tuple[float, dict, float]:
+    """Wall seconds of grade_bytes with the process sandbox, its report, and the seconds scoring it took."""
+    from grader.judge import Options, grade_bytes
+    started = time.perf_counter()
+    report = grade_bytes(path.read_bytes(), path.name, Options(only=checks, backend="process"))
+    wall = time.perf_counter() - started
+    t0 = time.perf_counter()
+    try:
+        from rubric import load_rubric, score
+        score(report, load_rubric())
+    except Exception as exc:  # a rubric that needs checks we skipped: scoring is still timed
+        print(f"  scoring: {type(exc).__name__}: {str(exc)[:120]}", flush=True)
+    return wall, report, time.perf_counter() - t0
+
+
+def split_rows(reports: list[dict], scoring: list[float]) -> list[list]:
+    """One row per part of a grading: median seconds and share of the total."""
+    total = med([r["timings"]["total_s"] for r in reports])
+    parts = [("sandbox start (process, uid, cgroup, seccomp)", [r["timings"]["sandbox_start_s"] or 0 for r in reports]),
+             ("torch import in the sandbox", [r["timings"]["torch_import_s"] or 0 for r in reports])]
+    keys = list(reports[0]["timings"]["stages"])
+    for key in keys:
+        parts.append((f"check {key}", [r["timings"]["stages"].get(key) or 0 for r in reports]))
+    in_stages = [sum(v or 0 for v in r["timings"]["stages"].values()) + (r["timings"]["sandbox_start_s"] or 0)
+                 + (r["timings"]["torch_import_s"] or 0) for r in reports]
+    parts.append(("sandbox, rest (fork per check, frames, teardown)",
+                  [r["timings"]["sandbox_s"] - s for r, s in zip(reports, in_stages)]))
+    parts.append(("judge (plan, inputs, verdicts)", [r["timings"]["total_s"] - r["timings"]["sandbox_s"] for r in reports]))
+    parts.append(("scoring (rubric)", scoring))
+    return [[name, med(v), f"{100 * med(v) / total:.1f}%"] for name, v in parts] + [["total (grade_bytes)", total, "100%"]]
+
+
+def main(argv=None) -> str:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="one submission, two rounds")
+    parser.add_argument("--repeat", type=int, default=None)
+    parser.add_argument("--submissions", default=None)
+    parser.add_argument("--evaluation", action="store_true", help="also the evaluation check (long)")
+    args = parser.parse_args(argv)
+    import torch
+    torch.set_num_threads(1)  # as in the sandbox: one thread against one thread
+    repeat = args.repeat or (2 if args.quick else 3)
+    names = (args.submissions or ("reference_lm" if args.quick else "reference_lm,reference_reverse")).split(",")
+    sets = {"correctness checks": check_set(True), "correctness + training": check_set(True, training=True)}
+    if args.evaluation:
+        sets["every check"] = check_set(True, training=True) + ("evaluation",)
+    rows, raw, blocks = [], {}, []
+    for name in names:
+        path = SUBMISSIONS[name]
+        for label, checks in sets.items():
+            walls, reports, scorings, directs = [], [], [], []
+            for _ in range(repeat):
+                d, per_stage = direct(path, checks)
+                w, report, s = graded(path, checks)
+                directs.append(d), walls.append(w), reports.append(report), scorings.append(s)
+                print(f"  {name:18} {label:24} direct {d:6.2f} s   grader {w:6.2f} s", flush=True)
+            d, w = min(directs), min(walls)  # best of: the runs least disturbed by other work on the machine
+            imp = med([(r["timings"]["torch_import_s"] or 0) + (r["timings"]["sandbox_start_s"] or 0) for r in reports])
+            rows.append([name, label, d, w, w - d, (w - d) / d, (w - d - imp) / d,
+                         "yes" if (w - d) / d <= 0.25 else "no"])
+            raw[f"{name}|{label}"] = {"direct": directs, "grader": walls, "reports_timings": [r["timings"] for r in reports],
+                                      "scoring": scorings, "statuses": {c["id"]: c["status"] for c in reports[-1]["checks"]}}
+            if label == "correctness + training":
+                blocks.append(emit(f"Latency split: {name}, {label} (grade_bytes, process sandbox, median of {repeat})",
+                                   table(["part", "median s", "share"], split_rows(reports, scorings))))
+    note = (f"Best of {repeat} run(s) each (the least disturbed on a shared machine), alternating. overhead = grader - direct; the target is "
+            f"overhead / direct <= 0.25. The last ratio leaves out sandbox start and torch import (what a sandbox "
+            f"started ahead of the job would save). Load average at the end: {os.getloadavg()[0]:.1f} on "
+            f"{os.cpu_count()} CPUs.")
+    blocks.append(emit("Grading overhead against the bare compute", note + "\n\n" + table(
+        ["submission", "checks", "direct s", "grader s", "overhead s", "overhead/direct",
+         "same, no start+import", "<= 0.25"], rows)))
+    save("overhead", {"rows": rows, "raw": raw})
+    return "\n".join(blocks)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,246 @@
+"""Throughput of the real service with one and two workers, queue wait, and memory per worker.
+
+    .venv/bin/python bench/throughput.py [--quick] [--n N] [--web]
+
+The service as the end-to-end tests start it (tests/service/svc_cluster.py): a PostgreSQL database made
+for this run (dropped at the end), a redis-server of our own on a spare port, `grader serve` in its own
+process on 127.0.0.1, and `grader worker -c 1` processes. N uploads of the reference (distinct students)
+are sent at once; throughput = N / (last finished - first uploaded). Queue wait = started - uploaded.
+RSS is sampled every 0.5 s from /proc: each worker's main process, its pool process, and the sandbox
+processes under it. --web also runs bench/web_load.py against the same service while two workers grade.
+"""
+import argparse
+import contextlib
+import json
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import ROOT, SUBMISSIONS, check_set, emit, med, pct, save, table  # noqa: E402
+
+sys.path.insert(0, str(ROOT))
+SETTINGS = {"HEARTBEAT_S": 2, "LEASE_S": 60, "ENFORCE_ATTEMPTS": False, "PUBLISH_RETRIES": 1}
+
+
+def proc_tree() -> dict[int, list[int]]:
+    """Children of every process, from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as fh:
+                    ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    return children
+
+
+def rss_mb(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            for line in fh:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def descendants(pid: int, tree: dict) -> list[int]:
+    out, todo = [], list(tree.get(pid, []))
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo.extend(tree.get(p, []))
+    return out
+
+
+class MemorySampler:
+    """Peak RSS of each worker's main process, pool process(es) and sandbox tree (summed per sample)."""
+
+    def __init__(self, workers):
+        self.workers, self.peaks, self.stop = workers, {"worker main": 0.0, "worker pool process": 0.0,
+                                                        "sandbox (all its processes)": 0.0}, threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        while not self.stop.wait(0.5):
+            tree = proc_tree()
+            for w in self.workers:
+                if not w.proc or w.proc.poll() is not None:
+                    continue
+                main = w.proc.pid
+                self.peaks["worker main"] = max(self.peaks["worker main"], rss_mb(main))
+                for pool in tree.get(main, []):  # prefork pool children (and beat, when on)
+                    self.peaks["worker pool process"] = max(self.peaks["worker pool process"], rss_mb(pool))
+                    sandbox = sum(rss_mb(p) for p in descendants(pool, tree))
+                    self.peaks["sandbox (all its processes)"] = max(self.peaks["sandbox (all its processes)"], sandbox)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join(2)
+
+
+@contextlib.contextmanager
+def service(checks: tuple, students: int):
+    """PostgreSQL database, Redis, the web app in its own process; yields (ctx) with a start_workers(n)."""
+    import psycopg
+    from tests.service.svc_cluster import Http, RedisServer, Worker, free_port, wait_for
+    from tests.service.svc_helpers import PG_ADMIN
+    from grader.app import create_app, store
+    from grader.app.auth import issue_token
+    from grader.app.db import get_db
+    workdir = Path(tempfile.mkdtemp(prefix="grader-bench-svc-"))
+    admin = psycopg.connect(PG_ADMIN, autocommit=True, connect_timeout=3)
+    dbname = f"grader_bench_{secrets.token_hex(4)}"
+    admin.execute(f'CREATE DATABASE "{dbname}"')
+    url = PG_ADMIN.rsplit("/", 1)[0] + "/" + dbname
+    redis = RedisServer(workdir).start()
+    settings = {"DATABASE_URL": url, "BROKER_URL": redis.url, "SUBMISSIONS_DIR": str(workdir / "archive"),
+                "SECRET_KEY": secrets.token_hex(16), **SETTINGS}
+    env = {**os.environ, "GRADER_INSTANCE_PATH": str(workdir / "instance"),
+           **{f"GRADER_{k}": json.dumps(v) if not isinstance(v, str) else v for k, v in settings.items()}}
+    os.environ["GRADER_INSTANCE_PATH"] = str(workdir / "bench-instance")
+    app = create_app(settings)
+    with get_db(app).session() as s:
+        store.create_assignment(s, "bench", title="Bench", checks=list(checks))
+        store.create_assignment(s, "web", title="Web load", checks=["split_heads"])
+        instructor = issue_token(s, "instructor")[1]
+        tokens = [issue_token(s, "student", store.add_student(s, f"s{n:03d}"))[1] for n in range(students)]
+    port = free_port()
+    web_log = open(workdir / "web.log", "wb")
+    web = subprocess.Popen([str(ROOT / ".venv" / "bin" / "grader"), "serve", "--port", str(port)], env=env,
+                           stdout=web_log, stderr=subprocess.STDOUT, start_new_session=True)
+    http = Http(f"http://127.0.0.1:{port}")
+
+    def up():
+        try:
+            return http.get("/api/v1/health", instructor)[0] == 200
+        except OSError:
+            return False
+    workers = []
+
+    def start_workers(n: int):
+        for w in workers:
+            w.stop()
+        workers.clear()
+        for k in range(n):
+            workers.append(Worker(f"bench{k}-{secrets.token_hex(2)}", env, workdir).start())
+        return workers
+    try:
+        wait_for(up, 60, what="grader serve to answer")
+        yield {"app": app, "http": http, "tokens": tokens, "instructor": instructor, "workers": workers,
+               "start_workers": start_workers, "workdir": workdir, "web_pid": web.pid}
+    finally:
+        for w in workers:
+            w.kill()
+        os.killpg(web.pid, 15)
+        web.wait(10)
+        redis.stop()
+        get_db(app).engine.dispose()
+        admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (dbname,))
+        admin.execute(f'DROP DATABASE IF EXISTS "{dbname}"')
+        admin.close()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def rows_for(app, ids):
+    from sqlalchemy import select
+    from grader.app.db import get_db
+    from grader.app.models import Result, Submission
+    with get_db(app).Session() as s:
+        subs = {r.id: r for r in s.scalars(select(Submission).where(Submission.id.in_(ids)))}
+        reports = {r.submission_id: r.report for r in s.scalars(select(Result).where(Result.submission_id.in_(ids)))}
+        for r in subs.values():
+            s.expunge(r)
+    return subs, reports
+
+
+def burst(ctx, n: int, tag: str, data: bytes, timeout: float) -> dict:
+    """Upload n files at once (one per student), wait until all are graded; the figures."""
+    from tests.service.svc_cluster import wait_for
+    ids = []
+    for k in range(n):
+        status, sub = ctx["http"].upload("bench", ctx["tokens"][k], data + f"\n# {tag} {k}\n".encode(), "sub.py")
+        assert status == 202, (status, sub)
+        ids.append(sub["id"])
+
+    def done():
+        subs, _ = rows_for(ctx["app"], ids)
+        return all(r.status in ("done", "failed") for r in subs.values())
+    with MemorySampler(ctx["workers"]) as mem:
+        wait_for(done, timeout, 0.5, f"{n} gradings")
+    subs, reports = rows_for(ctx["app"], ids)
+    subs = {i: subs[i] for i in ids}  # in upload order
+    created = min(r.created_at for r in subs.values())
+    finished = max(r.finished_at for r in subs.values())
+    makespan = (finished - created).total_seconds()
+    waits = [(r.started_at - r.created_at).total_seconds() for r in subs.values()]
+    latency = [(r.finished_at - r.created_at).total_seconds() for r in subs.values()]
+    grading = [(r.finished_at - r.started_at).total_seconds() for r in subs.values()]
+    judge = [reports[i]["timings"]["total_s"] for i in ids if i in reports]
+    return {"n": n, "failed": sum(r.status == "failed" for r in subs.values()), "makespan_s": makespan,
+            "per_min": 60 * n / makespan, "queue_wait": waits, "latency": latency, "grading": grading,
+            "judge": judge, "memory_mb": mem.peaks,
+            "store": [g - j for g, j in zip(grading, judge)], "timings": [reports[i]["timings"] for i in ids if i in reports]}
+
+
+def main(argv=None) -> str:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="4 uploads, correctness checks only")
+    parser.add_argument("--n", type=int, default=None, help="uploads per configuration")
+    parser.add_argument("--web", action="store_true", help="also the web load (bench/web_load.py) with two workers")
+    args = parser.parse_args(argv)
+    n = args.n or (4 if args.quick else 8)
+    checks = check_set(args.quick)
+    data = SUBMISSIONS["reference_lm"].read_bytes()
+    results, blocks = {}, []
+    from web_load import CLIENTS
+    with service(checks, max(n, CLIENTS)) as ctx:
+        for workers in (1, 2):
+            ctx["start_workers"](workers)
+            if workers == 1:  # one upload on an idle queue first: the latency a student sees most of the term
+                idle = burst(ctx, 1, "idle", data, 300)
+            results[workers] = burst(ctx, n, f"w{workers}", data, 120 + 90 * n)
+            r = results[workers]
+            print(f"  {workers} worker(s): {n} graded in {r['makespan_s']:.1f} s, {r['per_min']:.1f}/min", flush=True)
+        if args.web:
+            import web_load
+            blocks.append(web_load.run(ctx, quick=args.quick))
+    one = results[1]
+    rows = [[w, r["n"], r["failed"], r["makespan_s"], r["per_min"], r["per_min"] / one["per_min"],
+             med(r["queue_wait"]), max(r["queue_wait"]), med(r["latency"]), pct(r["latency"], 95), med(r["grading"])]
+            for w, r in results.items()]
+    note = (f"{n} uploads of reference_lm at once per configuration, {len(checks)} checks ({', '.join(checks)}); "
+            f"`grader worker -c 1` processes on {os.cpu_count()} CPUs (load average {os.getloadavg()[0]:.1f}), "
+            f"PostgreSQL, Redis, process sandbox. scaling = throughput / throughput with 1 worker (ideal 2.0 with 2).")
+    blocks.insert(0, emit("Throughput with one and two workers", note + "\n\n" + table(
+        ["workers", "uploads", "failed", "makespan s", "gradings/min", "scaling", "queue wait p50 s",
+         "queue wait max s", "upload->done p50 s", "upload->done p95 s", "grading p50 s"], rows)))
+    lat = [["queue wait (upload -> claimed), 1 worker, idle queue", idle["queue_wait"][0]],
+           ["queue wait p50 in the burst, 1 worker", med(one["queue_wait"])],
+           ["judge (grade_bytes total)", med(one["judge"])],
+           ["  sandbox start", med([t["sandbox_start_s"] or 0 for t in one["timings"]])],
+           ["  torch import", med([t["torch_import_s"] or 0 for t in one["timings"]])],
+           ["claim, heartbeat, store result, score (grading - judge)", med(one["store"])],
+           ["upload -> done, one upload on an idle queue", idle["latency"][0]]]
+    blocks.insert(1, emit("Per-submission latency through the service (1 worker)", table(["part", "seconds"], lat)))
+    mem_rows = [[name, results[2]["memory_mb"][name]] for name in results[2]["memory_mb"]]
+    blocks.insert(2, emit("Memory per worker (peak RSS while grading, 2 workers)", table(["process", "peak RSS MB"], mem_rows)))
+    save("throughput", {"checks": checks, "idle": idle, "results": {str(k): v for k, v in results.items()}})
+    return "\n".join(blocks)
+
+
+if __name__ == "__main__":
+    main()

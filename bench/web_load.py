@@ -1,0 +1,161 @@
+"""Web latency under 50 concurrent clients: uploads and status polling against `grader serve` on 127.0.0.1.
+
+    .venv/bin/python bench/web_load.py [--quick]
+
+Loopback only, bounded in count: 50 client threads each upload U files (quick 1, else 2) as their own
+student, then poll their submission's status P times (quick 10, else 40) back to back. Two workers grade
+the uploads meanwhile (a deadline rush: the web shares the machine with the sandboxes). Percentiles are
+nearest-rank over every request; the target is status p99 under 100 ms. Also the web process's RSS.
+"""
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import SUBMISSIONS, emit, pct, save, table  # noqa: E402
+
+CLIENTS = 50
+UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3}
+
+
+def wrk(url: str, token: str, seconds: int) -> dict | None:
+    """Status polling with wrk (50 connections, 2 threads, bounded in time): percentiles in ms, or None."""
+    exe = shutil.which("wrk")
+    if exe is None:
+        return None
+    out = subprocess.run([exe, "-t2", f"-c{CLIENTS}", f"-d{seconds}s", "--latency", "--timeout", "5s",
+                          "-H", f"Authorization: Bearer {token}", url], capture_output=True, text=True,
+                         timeout=seconds + 30).stdout
+    found = {m[0]: float(m[1]) * UNITS[m[2]] for m in re.findall(r"^\s+(50|75|90|99)%\s+([\d.]+)(us|ms|s)\s*$", out, re.M)}
+    total = re.search(r"(\d+) requests in", out)
+    bad = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    errors = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
+    rps = re.search(r"Requests/sec:\s+([\d.]+)", out)
+    if "99" not in found or not total:
+        print(out, flush=True)
+        return None
+    return {"p": found, "count": int(total.group(1)), "rps": float(rps.group(1)) if rps else float("nan"),
+            "errors": (int(bad.group(1)) if bad else 0) + (sum(map(int, errors.groups())) if errors else 0)}
+
+
+POLL_S = 2.0  # grader/app/static/web.js: the status box polls every data-poll-s seconds, 2 by default
+
+
+def paced_polls(ctx, sid: int, polls: int) -> dict:
+    """50 clients, each polling the status every POLL_S seconds (start times spread over one period)."""
+    times, errors, lock = [], [0], threading.Lock()
+
+    def client(k: int):
+        time.sleep(POLL_S * k / CLIENTS)
+        nxt = time.perf_counter()
+        for _ in range(polls):
+            t0 = time.perf_counter()
+            status, _ = ctx["http"].get(f"/api/v1/submissions/{sid}", ctx["tokens"][0])
+            with lock:
+                times.append(time.perf_counter() - t0)
+                errors[0] += status != 200
+            nxt += POLL_S
+            time.sleep(max(0.0, nxt - time.perf_counter()))
+    threads = [threading.Thread(target=client, args=(k,)) for k in range(CLIENTS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return {"times": times, "errors": errors[0]}
+
+
+def run(ctx, quick: bool) -> str:
+    """The load against a running service (throughput.service) and its table."""
+    from throughput import rss_mb
+    uploads, polls = (1, 10) if quick else (2, 40)
+    http, data = ctx["http"], SUBMISSIONS["reference_lm"].read_bytes()
+    times = {"upload": [], "status": []}
+    errors = {"upload": 0, "status": 0}
+    lock, barrier, first_id = threading.Lock(), threading.Barrier(CLIENTS), []
+
+    def client(k: int):
+        token, mine = ctx["tokens"][k], []
+        barrier.wait()
+        for u in range(uploads):
+            t0 = time.perf_counter()
+            status, sub = http.upload("web", token, data + f"\n# web {k} {u}\n".encode(), "sub.py")
+            dt = time.perf_counter() - t0
+            with lock:
+                times["upload"].append(dt)
+                errors["upload"] += status != 202
+            if status == 202:
+                mine.append(sub["id"])
+                if k == 0 and not first_id:
+                    first_id.append(sub["id"])
+        for p in range(polls if mine else 0):
+            t0 = time.perf_counter()
+            status, _ = http.get(f"/api/v1/submissions/{mine[p % len(mine)]}", token)
+            dt = time.perf_counter() - t0
+            with lock:
+                times["status"].append(dt)
+                errors["status"] += status != 200
+
+    threads = [threading.Thread(target=client, args=(k,)) for k in range(CLIENTS)]
+    started = time.perf_counter()
+    for t in threads:
+        t.start()
+    peak_web = 0.0
+    while any(t.is_alive() for t in threads):
+        peak_web = max(peak_web, rss_mb(ctx["web_pid"]))
+        time.sleep(0.2)
+    wall = time.perf_counter() - started
+    rows = [[f"{kind} (Python threads, during the uploads)", len(v), errors[kind], 1e3 * pct(v, 50), 1e3 * pct(v, 95),
+             1e3 * pct(v, 99), 1e3 * max(v), "" if kind != "status" else ("yes" if pct(v, 99) < 0.1 else "no")]
+            for kind, v in times.items()]
+    url = ctx["http"].base + f"/api/v1/submissions/{first_id[0]}" if first_id else None
+    measured = {}
+    for label, workers in (("idle workers", 0), ("2 workers grading the uploads", 2)):
+        if url is None:
+            break
+        ctx["start_workers"](workers)
+        if workers:
+            time.sleep(3)  # the backlog of uploads is being graded
+        w = wrk(url, ctx["tokens"][0], 5 if quick else 15)
+        if w is None:
+            break
+        measured[label] = w
+        rows.append([f"status (wrk, {label})", w["count"], w["errors"], w["p"]["50"], w["p"].get("90"),
+                     w["p"]["99"], None, "yes" if w["p"]["99"] < 100 else "no"])
+    if url is not None:  # what the status page does: every client polls once every POLL_S seconds
+        paced = paced_polls(ctx, first_id[0], 5 if quick else 15)
+        rows.append([f"status (50 clients polling every {POLL_S:.0f} s, as the page does; 2 workers grading)",
+                     len(paced["times"]), paced["errors"], 1e3 * pct(paced["times"], 50), 1e3 * pct(paced["times"], 95),
+                     1e3 * pct(paced["times"], 99), 1e3 * max(paced["times"]),
+                     "yes" if pct(paced["times"], 99) < 0.1 else "no"])
+        measured["paced"] = {"p": {"99": 1e3 * pct(paced["times"], 99)}, "count": len(paced["times"])}
+    note = (f"{CLIENTS} concurrent clients (threads, a new connection per request, as urllib does), {uploads} "
+            f"upload(s) then {polls} status polls each, in {wall:.1f} s; `grader serve` (Flask's threaded server) "
+            f"on PostgreSQL; uploads and the thread polls while 2 workers grade, then wrk (50 connections, "
+            f"{5 if quick else 15} s) polling one status back to back with the workers stopped and again while 2 grade the backlog, then 50 "
+            f"clients polling every {POLL_S:.0f} s (the status page's pace); "
+            f"{os.cpu_count()} CPUs, load average "
+            f"{os.getloadavg()[0]:.1f}. Peak RSS of the web process: {peak_web:.0f} MB. Target: status p99 < 100 ms.")
+    save("web_load", {"times": times, "errors": errors, "wall_s": wall, "web_rss_mb": peak_web, "wrk": measured})
+    return emit("Web latency under 50 concurrent clients", note + "\n\n" + table(
+        ["request", "count", "errors", "p50 ms", "p95 (wrk: p90) ms", "p99 ms", "max ms", "p99 < 100 ms"], rows))
+
+
+def main(argv=None) -> str:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args(argv)
+    from common import check_set
+    from throughput import service
+    with service(check_set(True), CLIENTS) as ctx:
+        ctx["start_workers"](2)
+        return run(ctx, args.quick)
+
+
+if __name__ == "__main__":
+    main()

@@ -10,7 +10,7 @@ from grader.judge import Options, grade_file
 from grader.sandbox import Limits, choose_backend, make_sandbox
 from grader.sandbox import docker as docker_backend
 from grader.sandbox.cgroup import detect
-from test_sandbox_support import Recorder, backend_params, leftovers, require_backend
+from test_sandbox_support import Recorder, backend_params, layer_missing, leftovers, require_backend
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCES = {"lm": ROOT / "submissions" / "reference_lm.py", "reverse": ROOT / "submissions" / "reference_reverse.py"}
@@ -62,7 +62,7 @@ def test_whole_sandbox_out_of_memory_is_reported(backend):
     require_backend(backend)
     sandbox = Recorder(backend)
     if backend == "process" and isinstance(detect(), str):
-        pytest.skip(f"no cgroup here to cap the whole sandbox: {detect()}")
+        layer_missing(f"no cgroup here to cap the whole sandbox: {detect()}")
     report = grade_file(REFERENCES["lm"], Options(only=("split_heads",), limits=Limits(memory_mb=48)), sandbox=sandbox)
     check = report["checks"][0]
     assert check["status"] == "crash" and "out of memory" in check["message"], check

@@ -8,9 +8,10 @@ import time
 
 import pytest
 
-from grader.sandbox import ProcessSandbox, seccomp
+from grader.sandbox import seccomp
 from grader.sandbox.cgroup import CgroupUnavailable, RunCgroup
 from grader.sandbox.uids import lease_uid
+from test_sandbox_support import layer_missing
 
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="the hardened layers need root")
 
@@ -19,7 +20,7 @@ def in_seccomp_child(code: str) -> subprocess.CompletedProcess:
     """Run code in a child python with the deny-list installed (no bwrap, no uid change)."""
     why = seccomp.probe()
     if why:
-        pytest.skip(f"seccomp unavailable here: {why}")
+        layer_missing(f"seccomp unavailable here: {why}")
     return subprocess.run([sys.executable, "-I", "-c", textwrap.dedent(code)], capture_output=True, text=True,
                           timeout=60, preexec_fn=seccomp.loader(seccomp.deny_list_bpf()))
 
@@ -77,7 +78,7 @@ def cgroup_or_skip(memory_mb=128, pids=32) -> RunCgroup:
     try:
         return RunCgroup(memory_mb, pids)
     except CgroupUnavailable as exc:
-        pytest.skip(f"no writable cgroup here: {exc}")
+        layer_missing(f"no writable cgroup here: {exc}")
 
 
 def test_cgroup_caps_memory_across_processes():

@@ -10,7 +10,7 @@ from . import scoring, store, store_web
 from .db import session
 from .models import STATUSES, Submission
 from .pages_student import report_response
-from .web import (RateLimited, check_rate, count_rate, form_number, safe_next, setup_blueprint, sign_in, sign_out,
+from .web import (form_number, guarded_sign_in, safe_next, setup_blueprint, sign_in, sign_out,
                   signed_in, who)
 from .web_charts import histogram
 from .web_results import manual_form_items, result_view, status_json
@@ -36,19 +36,13 @@ def signin():
         return render_template("instructor/signin.html", username="", error=None)
     username = request.form.get("username", "").strip()
     password = request.form.get("password", "")
-    key = f"signin:instructor:{username}"
-    try:
-        check_rate(key, "WEB_SIGNIN_LIMIT", "WEB_SIGNIN_WINDOW_S", "Too many failed sign-ins for this username")
-    except RateLimited as exc:
-        return render_template("instructor/signin.html", username=username, error=exc.message), 429
-    s = session()
-    row = store_web.authenticate_instructor(s, username, password)
-    if row is None:
-        count_rate(key)
-        return render_template("instructor/signin.html", username=username,
-                               error="Unknown username or wrong password."), 401
-    store_web.clear_events(s, key)
-    s.commit()
+    row, failure = guarded_sign_in(
+        f"signin:instructor:{username}", "Too many failed sign-ins for this username",
+        "Unknown username or wrong password.",
+        lambda s: store_web.authenticate_instructor(s, username, password),
+        lambda error: render_template("instructor/signin.html", username=username, error=error))
+    if failure:
+        return failure
     sign_in("instructor", id=row.id, username=row.username, name=row.name or row.username)
     return redirect(safe_next(request.args.get("next"), url_for(".dashboard")), 303)
 

@@ -9,8 +9,8 @@ from ..source import Rejected
 from . import scoring, store, store_web
 from .db import session
 from .models import Submission
-from .web import (RateLimited, allows_upload, check_rate, count_rate, safe_next, setup_blueprint, sign_in, sign_out,
-                  signed_in, who)
+from .web import (RateLimited, allows_upload, check_rate, count_rate, guarded_sign_in, safe_next, setup_blueprint,
+                  sign_in, sign_out, signed_in, who)
 from .web_results import result_view, status_json
 
 bp = setup_blueprint(Blueprint("student", __name__))
@@ -45,20 +45,14 @@ def signin():
     if not username or not token:
         return render_template("student/signin.html", username=username,
                                error="Enter your roster id and your access token."), 400
-    key = f"signin:student:{username}"
-    try:
-        check_rate(key, "WEB_SIGNIN_LIMIT", "WEB_SIGNIN_WINDOW_S", "Too many failed sign-ins for this roster id")
-    except RateLimited as exc:
-        return render_template("student/signin.html", username=username, error=exc.message), 429
-    s = session()
-    principal = store_web.authenticate_student(s, username, token)
-    if principal is None:
-        count_rate(key)
-        return render_template("student/signin.html", username=username,
-                               error="That roster id and access token do not match an active student token."), 401
-    store_web.clear_events(s, key)
-    s.commit()
-    student = store.get_student(s, username)
+    principal, failure = guarded_sign_in(
+        f"signin:student:{username}", "Too many failed sign-ins for this roster id",
+        "That roster id and access token do not match an active student token.",
+        lambda s: store_web.authenticate_student(s, username, token),
+        lambda error: render_template("student/signin.html", username=username, error=error))
+    if failure:
+        return failure
+    student = store.get_student(session(), username)
     sign_in("student", student_id=student.id, username=username, token_id=principal.token_id,
             name=student.name or username)
     return redirect(safe_next(request.args.get("next"), url_for(".submit")), 303)

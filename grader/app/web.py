@@ -182,6 +182,22 @@ def count_rate(key: str) -> None:
 
 # ---------------------------------------------------------------- error pages (never a traceback)
 
+def guarded_sign_in(key: str, too_many: str, wrong: str, authenticate, page):
+    """Authenticate with failed attempts rate-limited per name: (row, None), or (None, the error response)."""
+    try:
+        check_rate(key, "WEB_SIGNIN_LIMIT", "WEB_SIGNIN_WINDOW_S", too_many)
+    except RateLimited as exc:
+        return None, (page(exc.message), 429)
+    s = db_session()
+    row = authenticate(s)
+    if row is None:
+        count_rate(key)
+        return None, (page(wrong), 401)
+    store_web.clear_events(s, key)
+    s.commit()
+    return row, None
+
+
 def error_page(status: int, title: str, message: str, headers: dict | None = None):
     return render_template("error.html", status=status, title=title, message=message), status, headers or {}
 

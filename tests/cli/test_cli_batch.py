@@ -44,6 +44,21 @@ def server_count(cluster) -> int:
         return s.scalar(select(func.count()).select_from(Submission))
 
 
+def settled_count(cluster, quiet_s: float = 2.0, limit_s: float = 30.0) -> int:
+    """The server's submission count once it has stopped changing: an upload the killed client had in
+    flight may still be committed by the server after the client died."""
+    deadline = time.monotonic() + limit_s
+    last, since = server_count(cluster), time.monotonic()
+    while time.monotonic() < deadline:
+        time.sleep(0.2)
+        now = server_count(cluster)
+        if now != last:
+            last, since = now, time.monotonic()
+        elif time.monotonic() - since >= quiet_s:
+            break
+    return last
+
+
 @pytest.fixture(scope="module")
 def batch_dir(tmp_path_factory):
     d = tmp_path_factory.mktemp("lms-export")
@@ -75,7 +90,7 @@ def test_fifty_files_interrupted_halfway_then_resumed_without_duplicates(cluster
             break
     proc.wait()
     assert proc.returncode == -signal.SIGKILL, f"the upload should have been killed mid-way: {''.join(progress)}"
-    uploaded_before = server_count(cluster)
+    uploaded_before = settled_count(cluster)
     assert KILL_AFTER <= uploaded_before < FILES, \
         f"killed after {KILL_AFTER} reported uploads, the server holds {uploaded_before} of {FILES}"
 

@@ -14,7 +14,6 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -24,7 +23,7 @@ sys.path.insert(0, str(ROOT))
 from grader.checks.base import Context  # noqa: E402
 from grader.judge import Options, select_checks, stage_budget, write_job  # noqa: E402
 from grader.sandbox import Limits  # noqa: E402
-from grader.sandbox.base import FrameCollector, SandboxRun  # noqa: E402
+from grader.sandbox.base import FrameCollector, SandboxRun, new_job_dir  # noqa: E402
 from grader.sandbox.runner import runner_python  # noqa: E402
 from grader.source import read_source  # noqa: E402
 
@@ -68,7 +67,7 @@ def one_job(text: str, checks: tuple, limits: Limits):
     source = read_source(text.encode())
     ctx = Context(options.seed, source)
     stages = [s for c in select_checks(options.only) for s in c.plan(ctx)]
-    job_dir = Path(tempfile.mkdtemp(prefix="grader-bench-"))
+    job_dir = new_job_dir()
     write_job(job_dir, source.text, stages, options)
     return job_dir, limits.startup_s + sum(stage_budget(s, options) for s in stages) + 10, len(stages)
 

@@ -1,8 +1,6 @@
 """The judge: plan the stages, run them in a sandbox, and decide every verdict outside the student's process."""
 import json
 import os
-import shutil
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,8 +16,6 @@ from .sandbox import Limits, Sandbox, make_sandbox
 from .source import Rejected, read_source
 from .tensors import BadTensors, decode_tensors
 
-HARNESS_DIR = Path(__file__).parent / "harness"
-HARNESS_FILES = ("main.py", "probes.py", "wire.py")
 STAGE_STATUSES = ("ok", "error", "violation", "timeout", "oom", "crash")
 
 
@@ -90,23 +86,19 @@ def finish(report: dict, started: float) -> dict:
 
 
 def write_job(job_dir: Path, text: str, stages, options: Options) -> None:
-    """Lay out the job: harness, submission, one safetensors file of inputs per stage, and job.json."""
-    (job_dir / "harness").mkdir()
-    (job_dir / "inputs").mkdir()
-    (job_dir / "scratch").mkdir()
-    for name in HARNESS_FILES:
-        shutil.copy(HARNESS_DIR / name, job_dir / "harness" / name)
-    (job_dir / "submission.py").write_text(text, encoding="utf-8")
+    """Lay the job into a prepared job directory: the submission, one safetensors file of inputs per stage, job.json."""
+    written = [job_dir / "submission.py", job_dir / "job.json"]
+    written[0].write_text(text, encoding="utf-8")
     for stage in stages:
-        save_file({k: v.contiguous() for k, v in stage.inputs.items()}, job_dir / "inputs" / f"{stage.key}.safetensors")
+        path = job_dir / "inputs" / f"{stage.key}.safetensors"
+        save_file({k: v.contiguous() for k, v in stage.inputs.items()}, path)
+        written.append(path)
     job = {"stages": [{"key": s.key, "probe": s.probe, "params": s.params, "input_from": s.input_from,
                        "budget_s": stage_budget(s, options), "mem_mb": options.limits.stage_mem_mb} for s in stages],
            "max_output_mb": options.limits.output_mb}
-    (job_dir / "job.json").write_text(json.dumps(job))
-    for root, dirs, files in os.walk(job_dir):
-        os.chmod(root, 0o755)  # the sandbox uid must read the job; only scratch/ becomes its own
-        for f in files:
-            os.chmod(os.path.join(root, f), 0o644)
+    written[1].write_text(json.dumps(job))
+    for path in written:
+        os.chmod(path, 0o644)  # the sandbox uid must read the job; only scratch/ is its own
 
 
 def stage_budget(stage, options: Options) -> float:
@@ -117,13 +109,13 @@ def stage_budget(stage, options: Options) -> float:
 def run_stages(text: str, stages, options: Options, sandbox: Sandbox | None, on_event):
     """Run the stages in one sandbox; return outcomes by stage key and the run's environment and timings."""
     sandbox = sandbox or make_sandbox(options.backend)
-    job_dir = Path(tempfile.mkdtemp(prefix="grader-job-"))
+    prepared = sandbox.prepare(options.limits)
     try:
-        write_job(job_dir, text, stages, options)
+        write_job(prepared.job_dir, text, stages, options)
         wall = options.limits.startup_s + sum(stage_budget(s, options) for s in stages) + 10
-        run = sandbox.run(job_dir, options.limits, wall, on_event)
+        run = prepared.run(wall, on_event)
     finally:
-        shutil.rmtree(job_dir, ignore_errors=True)
+        prepared.close()
     return collect(run, stages), run_summary(run, options)
 
 
@@ -210,7 +202,8 @@ def run_summary(run, options: Options) -> dict:
     stages = {h["stage"]: h.get("duration_s") for h, _ in run.frames if h.get("type") == "stage_end" and "stage" in h}
     import_s = hello.get("import_s") if isinstance(hello.get("import_s"), (int, float)) else None
     start_s = round(run.hello_at_s - import_s, 3) if run.hello_at_s is not None and import_s is not None else None
+    # started ahead: up to ahead_s of the start and import happened before the job arrived, off sandbox_s
     return {"environment": {"torch": hello.get("torch"), "python": hello.get("python"), "threads": hello.get("threads")},
             "sandbox": {"backend": run.backend, "limits": options.limits.to_dict(), "killed": run.killed},
             "timings": {"sandbox_start_s": start_s, "torch_import_s": import_s, "stages": stages,
-                        "sandbox_s": round(run.wall_s, 3)}}
+                        "sandbox_s": round(run.wall_s, 3), "sandbox_ahead_s": run.ahead_s}}

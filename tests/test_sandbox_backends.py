@@ -1,6 +1,5 @@
 """One interface, two backends: the same results for the references, limits reported alike, `auto` chooses sensibly."""
 import re
-import tempfile
 import time
 from pathlib import Path
 
@@ -74,7 +73,8 @@ def test_whole_sandbox_out_of_memory_is_reported(backend):
 def test_wall_clock_kill_is_reported_and_leaves_nothing(backend):
     require_backend(backend)
     from grader.judge import write_job
-    job_dir = Path(tempfile.mkdtemp(prefix="grader-wall-"))
+    from grader.sandbox.base import new_job_dir
+    job_dir = new_job_dir()
     write_job(job_dir, REFERENCES["lm"].read_text(), [], Options())
     sandbox = Recorder(backend)
     started = time.monotonic()

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.sandbox import make_sandbox
+from grader.sandbox import Sandbox, make_sandbox
 from grader.sandbox import docker as docker_backend
 from grader.sandbox.process import uid_processes
 
@@ -43,8 +43,8 @@ def backend_params():
     return [pytest.param("process", id="process"), pytest.param("docker", id="docker", marks=pytest.mark.docker)]
 
 
-class Recorder:
-    """A sandbox that remembers each job_dir and SandboxRun of the backend it wraps."""
+class Recorder(Sandbox):
+    """A sandbox that remembers each job_dir and SandboxRun of the backend it wraps (run cold, as `grader check` does)."""
 
     def __init__(self, backend: str, **config):
         self.inner = make_sandbox(backend, **config)

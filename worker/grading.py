@@ -1,4 +1,5 @@
 """One grading: claim the submission in the store, run the judge with a heartbeat, store the result once."""
+import functools
 import logging
 import os
 import socket
@@ -36,10 +37,12 @@ def judge_options(assignment: dict, backend: str | None):
     return options
 
 
-def run_judge(data: bytes, name: str, options, on_event) -> dict:
-    """grader.judge.grade_bytes, the same call `grader check` makes."""
+def run_judge(data: bytes, name: str, options, on_event, prestart: bool = False) -> dict:
+    """grader.judge.grade_bytes, the same call `grader check` makes; with prestart, in a sandbox started ahead."""
     from grader.judge import grade_bytes
-    return grade_bytes(data, name, options, on_event=on_event)
+    from grader.sandbox.prestart import prestarted
+    sandbox = prestarted(options.backend) if prestart else None
+    return grade_bytes(data, name, options, sandbox=sandbox, on_event=on_event)
 
 
 def infrastructure_problem(report: dict) -> str | None:
@@ -95,10 +98,11 @@ def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-def grade(app, submission_id: int, task_id: str | None = None, judge=run_judge) -> Outcome:
+def grade(app, submission_id: int, task_id: str | None = None, judge=None) -> Outcome:
     """Grade one submission at most once per grading request; safe to call for any message, any number of times."""
     from grader import __version__
     cfg, db = app.config, get_db(app)
+    judge = judge or functools.partial(run_judge, prestart=bool(cfg.get("SANDBOX_PRESTART", True)))
     with db.Session() as s:
         c = jobs.claim(s, submission_id, worker_name(), task_id, cfg["LEASE_S"], cfg["MAX_ATTEMPTS"])
     if isinstance(c, jobs.Skip):

@@ -27,6 +27,7 @@ class Defaults:
     RESTORE_INTERVAL_S = 10  # how often workers look for such jobs
     PUBLISH_RETRIES = 2  # retries when the web process cannot reach the broker (the sweeper sends later)
     SANDBOX_BACKEND = None  # None: the judge's default, as `grader check`; or process | docker | auto
+    SANDBOX_PRESTART = True  # start each grading slot's next sandbox (torch imported) while it waits for a job
     ENFORCE_ATTEMPTS = True  # the rubric policy's attempts per period, for student uploads
     CELERY = {}  # extra Celery settings, e.g. GRADER_CELERY__worker_concurrency=2
 

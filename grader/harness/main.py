@@ -2,6 +2,9 @@
 
 Usage: python -I main.py JOB_DIR CHANNEL_FD
 
+The sandbox may start before its job exists (torch imported ahead of time): after hello, the harness
+waits for one byte on stdin, the judge's go, before it reads job.json.
+
 The parent never imports the submission. Each stage runs in a child forked from this clean parent,
 so a hang, crash or monkeypatch costs that stage only. The channel fd is closed in every child and
 this process is made non-dumpable, so submission code cannot write frames to the judge directly.
@@ -226,6 +229,16 @@ def run_stage(stage, job_dir, probes, inputs_blob, prev_blob, max_blob):
     return stage_header(stage, state, time.monotonic() - started, log_path)
 
 
+def wait_for_go(job_dir) -> bool:
+    """Block until the judge has laid out the job: a byte on stdin (the process backend) or, when stdin is
+    empty (docker copies the job in before the start), job.json already there. False: no job is coming."""
+    try:
+        go = os.read(0, 1)
+    except OSError:
+        go = b""
+    return bool(go) or os.path.exists(os.path.join(job_dir, "job.json"))
+
+
 def main(argv):
     """Import torch once, then run every stage of the job."""
     job_dir, channel = argv[1], int(argv[2])
@@ -242,6 +255,8 @@ def main(argv):
     hello = {"type": "hello", "torch": torch.__version__, "python": sys.version.split()[0],
              "threads": torch.get_num_threads(), "import_s": round(time.monotonic() - started, 4), "pid": os.getpid()}
     wire.write_frame(channel, hello)
+    if not wait_for_go(job_dir):
+        return  # a sandbox started ahead and then discarded: there is no job
     with open(os.path.join(job_dir, "job.json")) as fh:
         job = json.load(fh)
     max_blob = int(job.get("max_output_mb", 256)) << 20

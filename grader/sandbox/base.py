@@ -1,4 +1,7 @@
 """The sandbox interface: run the harness on a prepared job directory, return the frames it sent."""
+import os
+import shutil
+import tempfile
 import threading
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
@@ -48,6 +51,8 @@ class SandboxRun:
     layers: dict = field(default_factory=dict)  # which isolation layers were on (or why not), what the limits saw
     ident: str = ""  # the run's uid (process) or container id (docker), to check nothing is left behind
     killed_kind: str | None = None  # timeout, oom or crash: the status of the check that was running when killed
+    # seconds the sandbox ran before its job's go (started ahead); wall_s counts from the go, hello_at_s from the start
+    ahead_s: float = 0.0
 
 
 class FrameCollector:
@@ -91,6 +96,54 @@ class FrameCollector:
         self.thread.join(timeout)
 
 
+HARNESS_DIR = Path(__file__).resolve().parent.parent / "harness"
+HARNESS_FILES = ("main.py", "probes.py", "wire.py")
+
+
+def new_job_dir() -> Path:
+    """A fresh job directory with the harness laid out and empty inputs/ and scratch/, readable by a sandbox uid."""
+    job_dir = Path(tempfile.mkdtemp(prefix="grader-job-"))
+    for sub in ("harness", "inputs", "scratch"):
+        (job_dir / sub).mkdir(mode=0o755)
+        os.chmod(job_dir / sub, 0o755)  # mkdir's mode is cut by the umask
+    for name in HARNESS_FILES:
+        shutil.copy(HARNESS_DIR / name, job_dir / "harness" / name)
+        os.chmod(job_dir / "harness" / name, 0o644)
+    os.chmod(job_dir, 0o755)
+    return job_dir
+
+
+class Prepared:
+    """A job directory waiting for its job's files; run() then runs the harness on it, close() removes it.
+
+    This one is cold: nothing runs until run(). Backends that can start the harness ahead of the job
+    (torch imported, waiting for the go) return a subclass that does.
+    """
+
+    def __init__(self, sandbox: "Sandbox", job_dir: Path, limits: Limits):
+        self.sandbox, self.job_dir, self.limits = sandbox, job_dir, limits
+        self.on_close = None  # called once by close(): a Prestarter starts the next sandbox then
+
+    def alive(self) -> bool:
+        """Still able to take a job (a cold one always is)."""
+        return True
+
+    def run(self, wall_s: float, on_frame=None) -> SandboxRun:
+        """Run the harness on the job now laid out in job_dir."""
+        return self.sandbox.run(self.job_dir, self.limits, wall_s, on_frame)
+
+    def close(self) -> None:
+        """Stop whatever still runs and remove the job directory."""
+        self._stop()
+        shutil.rmtree(self.job_dir, ignore_errors=True)
+        hook, self.on_close = self.on_close, None
+        if hook is not None:
+            hook()
+
+    def _stop(self) -> None:
+        """Nothing runs in a cold job directory."""
+
+
 class Sandbox(ABC):
     """A place to run untrusted code: subclasses differ in isolation, never in protocol."""
     name = "abstract"
@@ -98,3 +151,7 @@ class Sandbox(ABC):
     @abstractmethod
     def run(self, job_dir: Path, limits: Limits, wall_s: float, on_frame=None) -> SandboxRun:
         """Run harness/main.py on job_dir within the limits and the total wall-clock budget."""
+
+    def prepare(self, limits: Limits) -> Prepared:
+        """A job directory for the next job; the judge writes the job into it, then calls run() on it."""
+        return Prepared(self, new_job_dir(), limits)

@@ -14,10 +14,11 @@ import shutil
 import signal
 import subprocess
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 from . import bwrap, seccomp
-from .base import FrameCollector, Limits, Sandbox, SandboxRun
+from .base import FrameCollector, Limits, Prepared, Sandbox, SandboxRun, new_job_dir
 from .cgroup import CgroupUnavailable, RunCgroup
 from .runner import check_reachable, runner_python
 from .uids import lease_uid
@@ -126,9 +127,13 @@ class ProcessSandbox(Sandbox):
     def run(self, job_dir: Path, limits: Limits, wall_s: float, on_frame=None) -> SandboxRun:
         """Run under a leased uid when root (so cleanup may kill all of that uid's processes)."""
         if not self.privileged:
-            return self._run(None, job_dir, limits, wall_s, on_frame)
+            return self._finish(self._start(None, job_dir, limits), wall_s, on_frame)
         with lease_uid() as uid:
-            return self._run(uid, job_dir, limits, wall_s, on_frame)
+            return self._finish(self._start(uid, job_dir, limits), wall_s, on_frame)
+
+    def prepare(self, limits: Limits) -> Prepared:
+        """A sandbox started now, ahead of its job: every layer up, torch imported, waiting for the go."""
+        return StartedAhead(self, new_job_dir(), limits)
 
     def _layers(self, uid, limits: Limits):
         """Decide each layer for this run: (cgroup or None, seccomp bpf or None, use bwrap, record)."""
@@ -160,8 +165,8 @@ class ProcessSandbox(Sandbox):
             record["bwrap"] = "namespaces" if use_bwrap else f"off: {why}"
         return cgroup, bpf, use_bwrap, record
 
-    def _run(self, uid, job_dir: Path, limits: Limits, wall_s: float, on_frame) -> SandboxRun:
-        """Start the harness, collect frames, enforce the wall clock, then kill and remove whatever is left."""
+    def _start(self, uid, job_dir: Path, limits: Limits) -> "_Running":
+        """Start the harness with every layer; it imports torch, says hello, then waits on its stdin for the go."""
         scratch = job_dir / "scratch"
         if uid is not None:
             # We hold the lease: anything this uid still runs or owns was left by a worker that died mid-run.
@@ -193,13 +198,12 @@ class ProcessSandbox(Sandbox):
         else:
             cmd = harness + [str(write_fd)]
             install = seccomp.loader(bpf) if bpf is not None else None
-        log_path = job_dir / "harness.log"
-        started = time.monotonic()
-        clock = lambda: time.monotonic() - started  # noqa: E731
+        run = _Running(uid, cgroup, record, job_dir / "harness.log", limits.memory_mb)
         proc = None
         try:
-            with open(log_path, "wb") as log:
-                proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env, cwd=scratch,
+            with open(run.log_path, "wb") as log:
+                # stdin is the go channel: one byte once the job is in place (only the judge holds its write end)
+                proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=log, stderr=log, env=env, cwd=scratch,
                                         pass_fds=tuple(pass_fds), start_new_session=True,
                                         preexec_fn=_preexec(uid, limits, cgroup, install))
         except BaseException:
@@ -211,7 +215,24 @@ class ProcessSandbox(Sandbox):
                 os.close(seccomp_fd)
             if proc is None and cgroup is not None:
                 cgroup.remove()
-        collector = FrameCollector(os.fdopen(read_fd, "rb", buffering=0), limits.output_mb << 20, on_frame, clock).start()
+        run.proc = proc
+        run.collector = FrameCollector(os.fdopen(read_fd, "rb", buffering=0), limits.output_mb << 20,
+                                       run.forward, run.since_spawn).start()
+        return run
+
+    def _finish(self, run: "_Running", wall_s: float, on_frame, ahead: bool = False) -> SandboxRun:
+        """Give the go, collect frames, enforce the wall clock (from the go), then kill and remove whatever is left."""
+        proc, collector = run.proc, run.collector
+        for header, _ in list(collector.frames):  # only hello can have come before the go
+            if on_frame:
+                on_frame(header)
+        run.on_frame = on_frame
+        go_at = time.monotonic()
+        try:
+            proc.stdin.write(b"g")
+            proc.stdin.close()
+        except OSError:
+            pass  # the harness is gone already: the frames say what happened
         killed = kind = None
         try:
             proc.wait(timeout=wall_s)
@@ -219,22 +240,24 @@ class ProcessSandbox(Sandbox):
             killed = f"the sandbox ran longer than its {wall_s:g} s budget and was killed"
             kind = "timeout"
         finally:
-            stats, leftovers = self._cleanup(proc, uid, cgroup)
+            stats, leftovers = self._cleanup(proc, run.uid, run.cgroup)
         collector.join(timeout=10)
         if collector.error and not killed:
             killed = collector.error
             kind = "crash"
         finished = any(h.get("type") == "done" for h, _ in collector.frames)
         if not killed and not finished and stats.get("oom_kills"):
-            killed = f"the sandbox ran out of memory (limit {limits.memory_mb} MiB) and was killed"
+            killed = f"the sandbox ran out of memory (limit {run.memory_mb} MiB) and was killed"
             kind = "oom"
+        record = run.record
         record.update(stats)
         if leftovers:
             record["removed"] = leftovers[:20]
-        log = log_path.read_bytes()[-LOG_TAIL:].decode("utf-8", "replace")
+        log = run.log_path.read_bytes()[-LOG_TAIL:].decode("utf-8", "replace")
         log += "\n[sandbox] " + ", ".join(f"{k}={v}" for k, v in record.items()) + "\n"
-        return SandboxRun(self.name, collector.frames, proc.returncode, killed, clock(), collector.hello_at, log,
-                          layers=record, ident=str(uid) if uid is not None else "", killed_kind=kind)
+        return SandboxRun(self.name, collector.frames, proc.returncode, killed, time.monotonic() - go_at,
+                          collector.hello_at, log, layers=record, ident=str(run.uid) if run.uid is not None else "",
+                          killed_kind=kind, ahead_s=round(go_at - run.spawned_at, 3) if ahead else 0.0)
 
     def _cleanup(self, proc, uid, cgroup):
         """Kill the process group, the cgroup and every process the uid still has; sweep its files; remove the cgroup."""
@@ -253,3 +276,61 @@ class ProcessSandbox(Sandbox):
             cgroup.remove()
         leftovers = sweep_files(uid) if uid is not None else []
         return stats, leftovers
+
+
+class _Running:
+    """One started harness: its process, frame collector, cgroup and layer record."""
+
+    def __init__(self, uid, cgroup, record: dict, log_path: Path, memory_mb: int):
+        self.uid, self.cgroup, self.record, self.log_path, self.memory_mb = uid, cgroup, record, log_path, memory_mb
+        self.spawned_at = time.monotonic()
+        self.proc = self.collector = self.on_frame = None
+
+    def forward(self, header: dict) -> None:
+        """The collector's callback: frames go to whoever runs the job, once one does."""
+        if self.on_frame is not None:
+            self.on_frame(header)
+
+    def since_spawn(self) -> float:
+        return time.monotonic() - self.spawned_at
+
+
+class StartedAhead(Prepared):
+    """A process sandbox started before its job: harness up, torch imported, waiting on its stdin for the go.
+
+    One sandbox still serves exactly one submission; only its start moves off the latency path.
+    """
+
+    def __init__(self, sandbox: ProcessSandbox, job_dir: Path, limits: Limits):
+        super().__init__(sandbox, job_dir, limits)
+        self.lease = ExitStack()
+        self.ran = False
+        try:
+            uid = self.lease.enter_context(lease_uid()) if sandbox.privileged else None
+            self.running = sandbox._start(uid, job_dir, limits)
+        except BaseException:
+            self.lease.close()
+            shutil.rmtree(job_dir, ignore_errors=True)
+            raise
+
+    def alive(self) -> bool:
+        """The harness is still waiting (not killed, not exited) and no job has run in it."""
+        return not self.ran and self.running.proc.poll() is None
+
+    def run(self, wall_s: float, on_frame=None) -> SandboxRun:
+        """Give the go; the wall-clock budget counts from now."""
+        if self.ran:
+            raise RuntimeError("a sandbox serves one job only")
+        self.ran = True
+        return self.sandbox._finish(self.running, wall_s, on_frame, ahead=True)
+
+    def _stop(self) -> None:
+        """Kill what an unused sandbox still runs, then give its uid back."""
+        try:
+            if not self.ran:
+                self.ran = True
+                self.running.proc.stdin.close()
+                self.sandbox._cleanup(self.running.proc, self.running.uid, self.running.cgroup)
+                self.running.collector.join(timeout=10)
+        finally:
+            self.lease.close()

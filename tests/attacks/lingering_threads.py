@@ -1,5 +1,8 @@
 """Threads outliving the call: attention starts non-daemon threads that spin forever, then answers correctly."""
-EXPECT = {"attention_sdpa": "pass"}
+# The spinning threads take the GIL from the check itself: on a loaded machine it can run past its 3 s
+# budget. Either verdict is right; what the attack tests is that no thread outlives the run and the
+# other checks keep theirs.
+EXPECT = {"attention_sdpa": ("pass", "timeout")}
 import threading as _threading
 
 _reference_attention = attention

@@ -275,3 +275,6 @@ def main(argv):
 
 if __name__ == "__main__":
     main(sys.argv)
+    # Everything is sent: skip the interpreter's teardown (with torch loaded it takes a large share of a
+    # second, on every grading's latency path). Nothing is buffered: frames go out with os.write.
+    os._exit(0)

@@ -51,9 +51,11 @@ def targets(ran: set) -> str:
     rows = []
     o = load("overhead") if "overhead" in ran else None
     if o:
-        for sub, label, d, w, over, ratio, no_import, _ in o["rows"]:
-            rows.append([f"overhead / checks' compute <= 0.25 ({sub}, {label})", f"{ratio:.2f}",
-                         "met" if ratio <= 0.25 else "not met"])
+        for sub, label, d, w, over, ratio, cold, cold_ratio, _ in o["rows"]:
+            rows.append([f"overhead / checks' compute <= 0.25 ({sub}, {label}; a worker, sandbox started ahead)",
+                         f"{ratio:.2f}", "met" if ratio <= 0.25 else "not met"])
+            rows.append(["the same, cold start (`grader check`)", f"{cold_ratio:.2f}",
+                         "met" if cold_ratio <= 0.25 else "not met"])
     n = load("naive_baseline") if "naive" in ran else None
     if n:
         by = {}

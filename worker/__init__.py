@@ -1,6 +1,6 @@
 """The grading workers: a Celery app bound to the Flask app's settings, tasks that take submission ids."""
 from celery import Celery, Task
-from celery.signals import worker_process_init
+from celery.signals import worker_process_init, worker_process_shutdown
 
 
 def celery_init_app(app) -> Celery:
@@ -20,6 +20,20 @@ def celery_init_app(app) -> Celery:
     def after_fork(**_):
         # A pool child must not reuse the parent's database sockets.
         app.extensions["grader.db"].after_fork()
+        if app.config.get("SANDBOX_PRESTART", True):
+            from grader.sandbox import Limits
+            _prestarter(app).start_next(Limits())  # the first job finds its sandbox started too (default limits)
+
+    def before_exit(**_):
+        if app.config.get("SANDBOX_PRESTART", True):
+            _prestarter(app).close()  # billiard ends pool children without running atexit
 
     worker_process_init.connect(after_fork, weak=False)
+    worker_process_shutdown.connect(before_exit, weak=False)
     return celery_app
+
+
+def _prestarter(app):
+    """This pool child's Prestarter for the configured backend (worker/grading.py grades with the same one)."""
+    from grader.sandbox.prestart import prestarted
+    return prestarted(app.config.get("SANDBOX_BACKEND") or "process")

@@ -71,6 +71,13 @@ class Prestarter(Sandbox):
                 self.pending = _Pending(limits)
                 self.requests.put(self.pending)
 
+    def wait_ready(self, timeout_s: float = 60.0) -> bool:
+        """Until the sandbox started ahead (if any) has imported torch: for benchmarks, which must not time it."""
+        with self.lock:
+            pending = self.pending
+        prepared = pending.result() if pending is not None else None
+        return prepared is not None and prepared.wait_ready(timeout_s)
+
     def _take(self, limits: Limits) -> Prepared | None:
         with self.lock:
             pending, self.pending = self.pending, None

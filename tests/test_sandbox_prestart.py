@@ -26,14 +26,9 @@ pytestmark = pytest.mark.slow
 CORRECTNESS = Options(skip=("training", "evaluation"), backend="process")
 
 
-def wait_for_hello(prepared, timeout_s: float = 60.0) -> None:
+def wait_for_hello(prepared) -> None:
     """Until the harness started ahead has imported torch and said hello."""
-    deadline = time.monotonic() + timeout_s
-    while prepared.running.collector.hello_at is None:
-        assert time.monotonic() < deadline, "the harness started ahead never said hello"
-        assert prepared.alive(), f"the harness started ahead died while starting (exit {prepared.running.proc.poll()}, " \
-                                 f"ran {prepared.ran}): {prepared.running.log_path.read_text()}"
-        time.sleep(0.05)
+    assert prepared.wait_ready(60), f"the harness started ahead died or never said hello: {prepared.running.log_path.read_text()}"
 
 
 def gone(uid: int, job_dir, timeout_s: float = 10.0) -> list[str]:
@@ -64,7 +59,7 @@ def test_started_ahead_gives_the_verdicts_of_a_cold_start(which, tmp_path):
     prestarter = Prestarter(make_sandbox("process"))
     try:
         grade_bytes(data, path.name, CORRECTNESS, sandbox=prestarter)  # its close starts the next one
-        wait_for_hello(prestarter.pending.result())
+        assert prestarter.wait_ready(60), "the next sandbox was not started ahead"
         warm = grade_bytes(data, path.name, CORRECTNESS, sandbox=prestarter)
     finally:
         prestarter.close()

@@ -128,6 +128,10 @@ class Prepared:
         """Still able to take a job (a cold one always is)."""
         return True
 
+    def wait_ready(self, timeout_s: float = 60.0) -> bool:
+        """Wait until a sandbox started ahead has imported torch; False if it died or the time ran out."""
+        return True
+
     def run(self, wall_s: float, on_frame=None) -> SandboxRun:
         """Run the harness on the job now laid out in job_dir."""
         return self.sandbox.run(self.job_dir, self.limits, wall_s, on_frame)

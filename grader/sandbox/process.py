@@ -317,6 +317,15 @@ class StartedAhead(Prepared):
         """The harness is still waiting (not killed, not exited) and no job has run in it."""
         return not self.ran and self.running.proc.poll() is None
 
+    def wait_ready(self, timeout_s: float = 60.0) -> bool:
+        """Until the harness has said hello (torch imported); False if it died or the time ran out."""
+        deadline = time.monotonic() + timeout_s
+        while self.running.collector.hello_at is None:
+            if not self.alive() or time.monotonic() > deadline:
+                return False
+            time.sleep(0.02)
+        return True
+
     def run(self, wall_s: float, on_frame=None) -> SandboxRun:
         """Give the go; the wall-clock budget counts from now."""
         if self.ran:

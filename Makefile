@@ -71,9 +71,16 @@ compose-test: setup images
 
 # Benchmarks (bench/run_all.py): latency split, overhead, the naive baseline, throughput, web load, memory;
 # prints the tables and writes BENCHMARKS.md. `make bench QUICK=1` is the short run.
-.PHONY: bench
-bench: setup
+.PHONY: bench bench-deps
+bench: setup bench-deps
 	$(BIN)/python bench/run_all.py $(if $(QUICK),--quick)
+
+# wrk drives the web benchmark's back-to-back status polling (bench/web_load.py); without it that part is skipped.
+bench-deps:
+	@command -v wrk >/dev/null || { \
+	    if [ "$$(id -u)" = 0 ]; then echo "installing wrk"; export DEBIAN_FRONTEND=noninteractive; \
+	        apt-get install -y -q wrk >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q wrk >/dev/null; }; \
+	    else echo "wrk is not installed (sudo apt-get install wrk): the web benchmark runs without it"; fi; }
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -93,8 +93,8 @@ class MemorySampler:
 
 
 @contextlib.contextmanager
-def service(checks: tuple, students: int):
-    """PostgreSQL database, Redis, the web app in its own process; yields (ctx) with a start_workers(n)."""
+def service(checks: tuple, students: int, web_workers: int = 2):
+    """PostgreSQL database, Redis, `grader serve` (gunicorn, web_workers processes); yields ctx, with start_workers."""
     import psycopg
     from tests.service.svc_cluster import Http, RedisServer, Worker, free_port, wait_for
     from tests.service.svc_helpers import PG_ADMIN
@@ -120,7 +120,8 @@ def service(checks: tuple, students: int):
         tokens = [issue_token(s, "student", store.add_student(s, f"s{n:03d}"))[1] for n in range(students)]
     port = free_port()
     web_log = open(workdir / "web.log", "wb")
-    web = subprocess.Popen([str(ROOT / ".venv" / "bin" / "grader"), "serve", "--port", str(port)], env=env,
+    web = subprocess.Popen([str(ROOT / ".venv" / "bin" / "grader"), "serve", "--port", str(port),
+                            "--workers", str(web_workers)], env=env,
                            stdout=web_log, stderr=subprocess.STDOUT, start_new_session=True)
     http = Http(f"http://127.0.0.1:{port}")
 
@@ -141,7 +142,7 @@ def service(checks: tuple, students: int):
     try:
         wait_for(up, 60, what="grader serve to answer")
         yield {"app": app, "http": http, "tokens": tokens, "instructor": instructor, "workers": workers,
-               "start_workers": start_workers, "workdir": workdir, "web_pid": web.pid}
+               "start_workers": start_workers, "workdir": workdir, "web_pid": web.pid, "web_workers": web_workers}
     finally:
         for w in workers:
             w.kill()
@@ -231,8 +232,10 @@ def main(argv=None) -> str:
     lat = [["queue wait (upload -> claimed), 1 worker, idle queue", idle["queue_wait"][0]],
            ["queue wait p50 in the burst, 1 worker", med(one["queue_wait"])],
            ["judge (grade_bytes total)", med(one["judge"])],
-           ["  sandbox start", med([t["sandbox_start_s"] or 0 for t in one["timings"]])],
-           ["  torch import", med([t["torch_import_s"] or 0 for t in one["timings"]])],
+           ["  sandbox start + torch import (all of it)", med([(t["sandbox_start_s"] or 0) + (t["torch_import_s"] or 0)
+                                                               for t in one["timings"]])],
+           ["  of which waited for (not started ahead of the job)", med([max(0.0, (t["sandbox_start_s"] or 0) + (
+               t["torch_import_s"] or 0) - t.get("sandbox_ahead_s", 0)) for t in one["timings"]])],
            ["claim, heartbeat, store result, score (grading - judge)", med(one["store"])],
            ["upload -> done, one upload on an idle queue", idle["latency"][0]]]
     blocks.insert(1, emit("Per-submission latency through the service (1 worker)", table(["part", "seconds"], lat)))

@@ -2,10 +2,13 @@
 
     .venv/bin/python bench/web_load.py [--quick]
 
-Loopback only, bounded in count: 50 client threads each upload U files (quick 1, else 2) as their own
-student, then poll their submission's status P times (quick 10, else 40) back to back. Two workers grade
-the uploads meanwhile (a deadline rush: the web shares the machine with the sandboxes). Percentiles are
-nearest-rank over every request; the target is status p99 under 100 ms. Also the web process's RSS.
+`grader serve` is gunicorn (bench/throughput.py's service(): 2 worker processes of 4 threads each), on
+PostgreSQL. Loopback only, bounded in count: 50 client threads each upload U files (quick 1, else 2) as their
+own student, then poll their submission's status P times (quick 10, else 40) back to back. Two workers grade
+the uploads meanwhile (a deadline rush: the web shares the machine with the sandboxes). Then wrk (when
+installed: `make bench` installs it) polls one status over 50 connections back to back, with the workers
+stopped and again while two grade; then 50 clients poll every 2 s, as the status page does. Percentiles are
+nearest-rank over every request; the target is status p99 under 100 ms. Also the web server's memory.
 """
 import argparse
 import os
@@ -70,9 +73,22 @@ def paced_polls(ctx, sid: int, polls: int) -> dict:
     return {"times": times, "errors": errors[0]}
 
 
+def pss_mb(pid: int) -> float:
+    """Proportional set size of a process and its descendants (gunicorn's workers share the master's pages)."""
+    from throughput import descendants, proc_tree
+    total = 0.0
+    for p in [pid, *descendants(pid, proc_tree())]:
+        try:
+            with open(f"/proc/{p}/smaps_rollup") as fh:
+                total += sum(int(line.split()[1]) for line in fh if line.startswith("Pss:")) / 1024
+        except OSError:
+            pass  # a process that just ended
+    return total
+
+
 def run(ctx, quick: bool) -> str:
     """The load against a running service (throughput.service) and its table."""
-    from throughput import rss_mb
+    from grader.app.serving import THREADS
     uploads, polls = (1, 10) if quick else (2, 40)
     http, data = ctx["http"], SUBMISSIONS["reference_lm"].read_bytes()
     times = {"upload": [], "status": []}
@@ -107,7 +123,7 @@ def run(ctx, quick: bool) -> str:
         t.start()
     peak_web = 0.0
     while any(t.is_alive() for t in threads):
-        peak_web = max(peak_web, rss_mb(ctx["web_pid"]))
+        peak_web = max(peak_web, pss_mb(ctx["web_pid"]))
         time.sleep(0.2)
     wall = time.perf_counter() - started
     rows = [[f"{kind} (Python threads, during the uploads)", len(v), errors[kind], 1e3 * pct(v, 50), 1e3 * pct(v, 95),
@@ -135,13 +151,15 @@ def run(ctx, quick: bool) -> str:
                      "yes" if pct(paced["times"], 99) < 0.1 else "no"])
         measured["paced"] = {"p": {"99": 1e3 * pct(paced["times"], 99)}, "count": len(paced["times"])}
     note = (f"{CLIENTS} concurrent clients (threads, a new connection per request, as urllib does), {uploads} "
-            f"upload(s) then {polls} status polls each, in {wall:.1f} s; `grader serve` (Flask's threaded server) "
-            f"on PostgreSQL; uploads and the thread polls while 2 workers grade, then wrk (50 connections, "
+            f"upload(s) then {polls} status polls each, in {wall:.1f} s; `grader serve` (gunicorn, "
+            f"{ctx['web_workers']} worker processes of {THREADS} threads) on PostgreSQL; uploads and the thread "
+            f"polls while 2 workers grade, then wrk (50 connections, "
             f"{5 if quick else 15} s) polling one status back to back with the workers stopped and again while 2 grade the backlog, then 50 "
             f"clients polling every {POLL_S:.0f} s (the status page's pace); "
             f"{os.cpu_count()} CPUs, load average "
-            f"{os.getloadavg()[0]:.1f}. Peak RSS of the web process: {peak_web:.0f} MB. Target: status p99 < 100 ms.")
-    save("web_load", {"times": times, "errors": errors, "wall_s": wall, "web_rss_mb": peak_web, "wrk": measured})
+            f"{os.getloadavg()[0]:.1f}. Peak memory of the web server (PSS of the gunicorn master and its workers, "
+            f"shared pages divided among them): {peak_web:.0f} MB. Target: status p99 < 100 ms.")
+    save("web_load", {"times": times, "errors": errors, "wall_s": wall, "web_pss_mb": peak_web, "wrk": measured})
     return emit("Web latency under 50 concurrent clients", note + "\n\n" + table(
         ["request", "count", "errors", "p50 ms", "p95 (wrk: p90) ms", "p99 ms", "max ms", "p99 < 100 ms"], rows))
 

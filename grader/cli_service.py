@@ -31,11 +31,19 @@ def in_session(fn):
 @main.command()
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=5000, show_default=True, type=int)
-@click.option("--debug", is_flag=True, help="Flask's debugger and reloader (never in production).")
-def serve(host, port, debug):
-    """Run the web app and JSON API (a development server; in production: gunicorn 'grader.app:create_app()')."""
+@click.option("--workers", "-w", type=click.IntRange(min=1), default=None,
+              help="gunicorn worker processes  [default: one per CPU, at least 2]")
+@click.option("--threads", type=click.IntRange(min=1), default=None, help="Threads per worker process  [default: 4]")
+@click.option("--dev", is_flag=True, help="Flask's development server (one process) instead of gunicorn.")
+@click.option("--debug", is_flag=True, help="Flask's debugger and reloader; implies --dev (never in production).")
+def serve(host, port, workers, threads, dev, debug):
+    """Run the web app and JSON API under gunicorn (Flask's development server with --dev)."""
     app = make_app()
-    app.run(host=host, port=port, debug=debug, threaded=True)
+    if dev or debug:
+        app.run(host=host, port=port, debug=debug, threaded=True)
+        return
+    from .app.serving import serve as run
+    run(app, host, port, workers, threads)
 
 
 @main.command()

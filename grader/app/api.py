@@ -1,4 +1,6 @@
 """The JSON API under /api/v1: everything the pages and the CLI do, authenticated by bearer token."""
+import math
+
 from flask import Blueprint, Response, current_app, g, jsonify, request, url_for
 
 from ..source import MAX_BYTES, Rejected
@@ -108,7 +110,7 @@ def result_json(s, sub: Submission, result) -> dict:
 
 def visible_submission(s, submission_id: int) -> Submission:
     """The submission if the caller may see it; another student's looks exactly like a missing one."""
-    sub = s.get(Submission, submission_id)
+    sub = store.find_submission(s, submission_id)
     if sub is None or (not g.principal.is_instructor and sub.student_id != g.principal.student_id):
         raise store.NotFound(f"no submission {submission_id}")
     return sub
@@ -250,8 +252,17 @@ def list_submissions(slug):
 @bp.get("/submissions/<int:submission_id>")
 @require()
 def get_submission(submission_id):
+    """The status, polled: with an ETag (If-None-Match answers 304) and, until grading ends, when to ask again."""
     s = session()
-    return jsonify(submission_json(s, visible_submission(s, submission_id)))
+    sub = visible_submission(s, submission_id)
+    response = jsonify(submission_json(s, sub))
+    # Each token sees its own view: only the caller's cache may keep it, and must ask again before reusing it.
+    response.headers["Cache-Control"] = "private, no-cache"
+    response.vary.add("Authorization")
+    if sub.status in ("queued", "running"):
+        response.headers["Retry-After"] = str(math.ceil(current_app.config["WEB_POLL_S"]))
+    response.add_etag()
+    return response.make_conditional(request)
 
 
 @bp.get("/submissions/<int:submission_id>/file")

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from functools import wraps
 
 from flask import g, request
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
 from .models import Student, Token, utcnow
@@ -57,12 +57,18 @@ def list_tokens(s: Session) -> list[Token]:
     return list(s.scalars(select(Token).order_by(Token.id)))
 
 
+# Built once (every request runs it): the active token with this hash, and its student's username.
+BY_HASH = (select(Token.id, Token.role, Token.student_id, Student.username)
+           .outerjoin(Student, Student.id == Token.student_id)
+           .where(Token.token_hash == bindparam("token_hash"), Token.revoked_at.is_(None)))
+
+
 def authenticate(s: Session, plain: str) -> Principal | None:
-    """The principal for a token, or None if it is unknown or revoked."""
-    row = s.scalar(select(Token).where(Token.token_hash == hash_token(plain), Token.revoked_at.is_(None)))
+    """The principal for a token, or None if it is unknown or revoked: one indexed lookup by hash."""
+    row = s.execute(BY_HASH, {"token_hash": hash_token(plain)}).first()
     if row is None:
         return None
-    return Principal(row.role, row.id, row.student_id, row.student.username if row.student else None)
+    return Principal(row.role, row.id, row.student_id, row.username)
 
 
 class AuthError(Exception):

@@ -4,13 +4,15 @@ import os
 from contextlib import contextmanager
 from pathlib import Path
 
-from flask import current_app, g
+from flask import current_app, g, has_request_context, request
 from sqlalchemy import create_engine, event, text
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import sessionmaker
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 PG_MIGRATION_LOCK = 0x67726164  # any constant: one pg_advisory_lock key for every process migrating
+SAFE_METHODS = ("GET", "HEAD", "OPTIONS")  # requests that only read
 
 
 def normalise_url(url: str) -> str:
@@ -82,7 +84,7 @@ def get_db(app=None) -> Database:
 def session():
     """The session of the current app context (request or task)."""
     if "db_session" not in g:
-        g.db_session = get_db().Session()
+        g.db_session = get_db().Session(info={"reads": has_request_context() and request.method in SAFE_METHODS})
     return g.db_session
 
 
@@ -91,6 +93,13 @@ def _close_session(exc):
     if s is not None:
         if exc is not None:
             s.rollback()
+        elif s.info["reads"]:
+            # A read ends the same with COMMIT as with ROLLBACK, but psycopg forgets its prepared statements at
+            # every ROLLBACK: the status polls' queries would be parsed and planned again on every request.
+            try:
+                s.commit()
+            except SQLAlchemyError:
+                pass  # the answer is made and nothing was written: close() below rolls back what is left
         s.close()
 
 

@@ -13,7 +13,7 @@ from datetime import timedelta
 
 from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, undefer
 
 from .models import Attempt, Result, Submission, utcnow
 from .store import new_task_id
@@ -64,7 +64,7 @@ def claim(s: Session, submission_id: int, worker: str, task_id: str | None, leas
     if res.rowcount != 1:
         s.rollback()
         return _why_not(s, submission_id, max_attempts, claimable)
-    sub = s.get(Submission, submission_id, populate_existing=True)
+    sub = s.get(Submission, submission_id, populate_existing=True, options=[undefer(Submission.content)])
     # An earlier attempt of this request that never finished was lost (its worker died or stalled).
     s.execute(update(Attempt).where(Attempt.submission_id == submission_id, Attempt.request == sub.request,
                                     Attempt.outcome.is_(None))

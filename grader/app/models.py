@@ -4,7 +4,7 @@ from datetime import datetime, timezone
 from sqlalchemy import (JSON, DateTime, Float, ForeignKey, Index, Integer, LargeBinary, MetaData, String, Text,
                         UniqueConstraint)
 from sqlalchemy.dialects.postgresql import JSONB
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, query_expression, relationship
 
 # Named constraints, so Alembic can alter them on every backend (SQLite batch mode needs the names).
 NAMING = {"ix": "ix_%(column_0_label)s", "uq": "uq_%(table_name)s_%(column_0_N_name)s",
@@ -69,7 +69,9 @@ class Submission(Base):
     filename: Mapped[str] = mapped_column(String(255))
     sha256: Mapped[str] = mapped_column(String(64), index=True)
     size: Mapped[int] = mapped_column(Integer)
-    content: Mapped[bytes] = mapped_column(LargeBinary)  # at most 256 KiB; every worker host can read it
+    # At most 256 KiB, kept in the database so every worker host can read it. Deferred: loaded only where the file
+    # itself is needed (grading, downloads), never by the status polls and listings.
+    content: Mapped[bytes] = mapped_column(LargeBinary, deferred=True)
     track: Mapped[str | None] = mapped_column(String(16))
     same_as: Mapped[int | None] = mapped_column(ForeignKey("submissions.id"))  # an earlier identical upload
     status: Mapped[str] = mapped_column(String(16), default="queued")
@@ -89,6 +91,8 @@ class Submission(Base):
     finished_at: Mapped[datetime | None] = mapped_column(DateTime)
     assignment: Mapped[Assignment] = relationship()
     student: Mapped[Student] = relationship()
+    # Queued submissions ahead of this one, when the query that loaded it asked (store.STATUS_LOAD); else None.
+    queued_ahead: Mapped[int | None] = query_expression()
 
     __table_args__ = (Index("ix_submissions_status_enqueued", "status", "enqueued_at"),)
 

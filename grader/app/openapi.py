@@ -48,6 +48,9 @@ def json_body(schema: dict, required=True) -> dict:
 
 SID = path_param("submission_id", "integer")
 SLUG = path_param("slug")
+IF_NONE_MATCH = {"name": "If-None-Match", "in": "header", "required": False, "schema": {"type": "string"},
+                 "description": "the ETag of the status last seen"}
+NOT_MODIFIED = {"304": {"description": "Not modified: If-None-Match names the current ETag"}}
 DT = {"type": ["string", "null"], "format": "date-time"}
 TOKEN = {"type": "object", "properties": {"token": {"type": "string"}, "id": {"type": "integer"},
                                           "student": {"type": "string"}}}
@@ -148,8 +151,9 @@ def paths() -> dict:
                       | errors(401, 403, 404), [SLUG, query("format", "json (default) or csv", enum=("json", "csv"))],
                       role="instructor")},
         "/api/v1/submissions/{submission_id}": {
-            "get": op("submissions", "Status, queue position and the check in progress",
-                      ok(ref("Submission")) | errors(401, 404), [SID])},
+            "get": op("submissions", "Status, queue position and the check in progress; polls may send the "
+                      "ETag back (304 while unchanged) and wait Retry-After seconds",
+                      ok(ref("Submission")) | NOT_MODIFIED | errors(401, 404), [SID, IF_NONE_MATCH])},
         "/api/v1/submissions/{submission_id}/file": {
             "get": op("submissions", "The uploaded file",
                       {"200": {"description": "OK", "content": {"text/x-python": {"schema": {"type": "string"}}}}}

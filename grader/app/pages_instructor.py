@@ -24,7 +24,7 @@ def instructor():
 
 
 def get_sub(submission_id: int) -> Submission:
-    sub = session().get(Submission, submission_id)
+    sub = store.find_submission(session(), submission_id)
     if sub is None:
         abort(404)
     return sub

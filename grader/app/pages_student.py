@@ -22,7 +22,7 @@ def me():
 
 def own_submission(submission_id: int) -> Submission:
     """The signed-in student's submission; anyone else's is a 404, exactly like one that does not exist."""
-    sub = session().get(Submission, submission_id)
+    sub = store.find_submission(session(), submission_id)
     if sub is None or sub.student_id != who()["student_id"]:
         abort(404)
     return sub

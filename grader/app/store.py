@@ -8,8 +8,8 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import and_, func, or_, select
-from sqlalchemy.orm import Session
+from sqlalchemy import and_, bindparam, case, func, or_, select
+from sqlalchemy.orm import Session, aliased, joinedload, with_expression
 
 from ..source import Rejected, Source, read_source
 from . import scoring
@@ -206,16 +206,31 @@ def new_task_id() -> str:
     return str(uuid.uuid4())
 
 
-def get_submission(s: Session, submission_id: int) -> Submission:
-    sub = s.get(Submission, submission_id)
-    if sub is None:
-        raise NotFound(f"no submission {submission_id}")
-    return sub
+def queued_before(row, enqueued_at, submission_id):
+    """Count the queued submissions (`row`: Submission or an alias) sent to the queue before this place in it."""
+    return select(func.count()).select_from(row).where(
+        row.status == "queued",
+        or_(row.enqueued_at < enqueued_at, and_(row.enqueued_at == enqueued_at, row.id < submission_id)))
+
+
+# Built once, as the status polls run them: a submission with what its status JSON names (assignment, student)
+# joined in and, when queued, the count ahead of it computed by the same statement. The file stays deferred.
+_ahead = aliased(Submission)
+STATUS_LOAD = (joinedload(Submission.assignment, innerjoin=True), joinedload(Submission.student, innerjoin=True),
+               with_expression(Submission.queued_ahead, case((Submission.status == "queued", queued_before(
+                   _ahead, Submission.enqueued_at, Submission.id).scalar_subquery()))))
+BY_ID = select(Submission).options(*STATUS_LOAD).where(Submission.id == bindparam("id"))
+AHEAD = queued_before(Submission, bindparam("enqueued_at"), bindparam("id"))
+
+
+def find_submission(s: Session, submission_id: int) -> Submission | None:
+    """The submission with its assignment, student and queue position, in one query (not the file); None if missing."""
+    return s.scalar(BY_ID, {"id": submission_id})
 
 
 def list_submissions(s: Session, assignment: Assignment | None = None, student: Student | None = None,
                      status: str | None = None, limit: int = 1000, offset: int = 0) -> list[Submission]:
-    q = select(Submission).order_by(Submission.id)
+    q = select(Submission).options(*STATUS_LOAD).order_by(Submission.id)
     if assignment is not None:
         q = q.where(Submission.assignment_id == assignment.id)
     if student is not None:
@@ -236,10 +251,9 @@ def queue_position(s: Session, sub: Submission) -> int | None:
     """1 for the next to be graded: queued submissions sent to the queue before this one, plus one."""
     if sub.status != "queued":
         return None
-    ahead = s.scalar(select(func.count()).select_from(Submission).where(
-        Submission.status == "queued",
-        or_(Submission.enqueued_at < sub.enqueued_at,
-            and_(Submission.enqueued_at == sub.enqueued_at, Submission.id < sub.id))))
+    ahead = sub.queued_ahead
+    if ahead is None:
+        ahead = s.scalar(AHEAD, {"enqueued_at": sub.enqueued_at, "id": sub.id})
     return ahead + 1
 
 

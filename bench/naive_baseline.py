@@ -22,7 +22,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ROOT, SUBMISSIONS, check_set, docker_ready, emit, plan_stages, save, table  # noqa: E402
+from common import (  # noqa: E402
+    ROOT, SUBMISSIONS, check_set, docker_ready, emit, plan_stages, save, table, wait_started_ahead)
 
 NAIVE_DIR = ROOT / "bench" / "naive"
 PYTEST_LIBS = ("_pytest", "pytest", "pluggy", "iniconfig", "packaging", "pygments", "py.py")
@@ -102,8 +103,7 @@ def run_naive(job: Path, tests: list[str], per_test: bool, container: bool) -> f
 def run_grader(text: str, checks: tuple, backend: str, sandbox=None) -> tuple[float, dict]:
     """Wall seconds of grade_bytes (what a worker calls) and its report; sandbox: a Prestarter, waited on until ready."""
     from grader.judge import Options, grade_bytes
-    if sandbox is not None and not sandbox.wait_ready(120):
-        print("  the sandbox started ahead was not ready: this run pays its start", flush=True)
+    wait_started_ahead(sandbox)
     started = time.perf_counter()
     report = grade_bytes(text.encode(), "submission.py", Options(only=checks, backend=backend), sandbox=sandbox)
     return time.perf_counter() - started, report

@@ -19,7 +19,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import SUBMISSIONS, check_set, emit, import_file, med, plan_stages, save, table  # noqa: E402
+from common import (  # noqa: E402
+    SUBMISSIONS, check_set, emit, import_file, med, plan_stages, save, table, wait_started_ahead)
 
 
 def direct(path: Path, checks: tuple) -> tuple[float, dict]:
@@ -47,8 +48,7 @@ def direct(path: Path, checks: tuple) -> tuple[float, dict]:
 def graded(path: Path, checks: tuple, sandbox=None) -> tuple[float, dict, float]:
     """Wall seconds of grade_bytes with the process sandbox, its report, and the seconds scoring it took."""
     from grader.judge import Options, grade_bytes
-    if sandbox is not None and not sandbox.wait_ready(120):
-        print("  the sandbox started ahead was not ready: this run pays its start", flush=True)
+    wait_started_ahead(sandbox)
     started = time.perf_counter()
     report = grade_bytes(path.read_bytes(), path.name, Options(only=checks, backend="process"), sandbox=sandbox)
     wall = time.perf_counter() - started

@@ -36,14 +36,15 @@ def in_session(fn):
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="Threads per worker process  [default: 4]")
 @click.option("--dev", is_flag=True, help="Flask's development server (one process) instead of gunicorn.")
 @click.option("--debug", is_flag=True, help="Flask's debugger and reloader; implies --dev (never in production).")
-def serve(host, port, workers, threads, dev, debug):
+@click.option("--access-log", is_flag=True, help="Log every request on standard output (gunicorn's access log).")
+def serve(host, port, workers, threads, dev, debug, access_log):
     """Run the web app and JSON API under gunicorn (Flask's development server with --dev)."""
     app = make_app()
     if dev or debug:
         app.run(host=host, port=port, debug=debug, threaded=True)
         return
     from .app.serving import serve as run
-    run(app, host, port, workers, threads)
+    run(app, host, port, workers, threads, access_log)
 
 
 @main.command()

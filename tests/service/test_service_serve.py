@@ -86,3 +86,11 @@ def test_grader_serve_dev_is_flasks_development_server(served):
     health = get(port, "/api/v1/health")
     assert health.status == 200 and health.getheader("Server", "").startswith("Werkzeug"), health.getheaders()
     assert children(proc.pid) == [], "the development server is one process"
+
+
+@pytest.mark.parametrize("served", [["--workers", "2", "--access-log"]], indirect=True)
+def test_grader_serve_access_log_names_each_request(served, tmp_path):
+    proc, port, _ = served
+    assert get(port, "/api/v1/health?probe=access-log").status == 200
+    wait_for(lambda: "GET /api/v1/health?probe=access-log" in (tmp_path / "serve.log").read_text(), 10,
+             what="the request in gunicorn's access log")

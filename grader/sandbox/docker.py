@@ -7,16 +7,21 @@ scratch/ and /tmp, and a wall-clock kill. The job goes in with put_archive into 
 by root and read-only for the sandbox user. Results come back on the container's stdout, which only
 PID 1 (a non-dumpable init) and the non-dumpable harness hold: unlike a file in the container, no
 process the student controls can write to it.
+
+prepare() starts the container ahead of its job (DockerStartedAhead): the harness imports torch and
+waits on its stdin; run() copies the job in, then sends the go through the attach socket.
 """
 import io
 import os
+import shutil
+import socket
 import tarfile
 import threading
 import time
 import uuid
 from pathlib import Path
 
-from .base import FrameCollector, Limits, Sandbox, SandboxRun
+from .base import FrameCollector, Limits, Prepared, Sandbox, SandboxRun, new_job_dir
 
 DEFAULT_IMAGE = "grader-runner:latest"
 SANDBOX_UID = 10001  # the image's `sandbox` user
@@ -27,6 +32,10 @@ TMP_MB = 16
 SHM_MB = 64
 LOG_LIMIT = 1 << 20
 LOG_TAIL = 20000
+# A run's deadline label is its wall budget plus this: past it, any worker's sweep may remove the container.
+MARGIN_S = 120
+# How long a container started ahead may wait for its job; its deadline label is fixed at create time.
+IDLE_S = 30 * 60
 
 
 class SandboxUnavailable(RuntimeError):
@@ -71,8 +80,11 @@ def image_present(image: str = DEFAULT_IMAGE) -> str | None:
         return f"runner image {image} is not available ({exc}); build it with scripts/build-runner-image.sh"
 
 
-def job_tar(job_dir: Path) -> bytes:
-    """The job (harness, submission, inputs, job.json) and our init, owned by root, read-only for the sandbox user."""
+def job_tar(job_dir: Path, job_only: bool = False) -> bytes:
+    """The job (harness, submission, inputs, job.json) and our init, owned by root, read-only for the sandbox user.
+
+    job_only: without the harness and init (in a container started ahead, they are in /job already).
+    """
     buf = io.BytesIO()
 
     def add(path: Path, arcname: str):
@@ -91,16 +103,17 @@ def job_tar(job_dir: Path) -> bytes:
     with tarfile.open(fileobj=buf, mode="w") as tar:
         for root, dirs, files in os.walk(job_dir):
             rel = Path(root).relative_to(job_dir)
-            if rel.parts[:1] == ("scratch",):
+            if rel.parts[:1] == ("scratch",) or (job_only and rel.parts[:1] == ("harness",)):
                 continue  # scratch is the container's own tmpfs
             dirs.sort()
             for name in sorted(dirs):
-                if rel == Path(".") and name == "scratch":
+                if rel == Path(".") and (name == "scratch" or (job_only and name == "harness")):
                     continue
                 add(Path(root) / name, str(rel / name))
             for name in sorted(files):
                 add(Path(root) / name, str(rel / name))
-        add(INIT, "init.py")
+        if not job_only:
+            add(INIT, "init.py")
     return buf.getvalue()
 
 
@@ -121,8 +134,8 @@ class _Stdout:
         return b""
 
 
-def sweep_stale(api) -> list[str]:
-    """Remove sandbox containers (and volumes) past their deadline: left by a worker that died mid-run."""
+def sweep_stale(api, now: float | None = None) -> list[str]:
+    """Remove sandbox containers (and volumes) past their deadline: left by a worker that died mid-run or while waiting."""
     removed = []
     try:
         stale = api.containers.list(all=True, filters={"label": LABEL})
@@ -130,7 +143,7 @@ def sweep_stale(api) -> list[str]:
         return removed
     for container in stale:
         deadline = container.labels.get(f"{LABEL}.deadline", "")
-        if deadline.isdigit() and int(deadline) < time.time():
+        if deadline.isdigit() and int(deadline) < (time.time() if now is None else now):
             try:
                 container.remove(force=True, v=True)
                 removed.append(container.id[:12])
@@ -169,65 +182,48 @@ class DockerSandbox(Sandbox):
             labels={LABEL: "1", f"{LABEL}.run": run_id, f"{LABEL}.deadline": str(int(deadline))},
             stdin_open=False, tty=False, detach=True)
 
+    def layers(self, limits: Limits) -> dict:
+        """The isolation record of a run, before the container exists."""
+        return {"image": self.image, "user": self.uid, "network": "none", "read_only_root": True,
+                "capabilities": "none", "seccomp": "docker default", "memory_mb": limits.memory_mb,
+                "pids": limits.pids, "cpus": limits.cpus, "scratch_mb": limits.scratch_mb}
+
+    def _create(self, api, limits: Limits, deadline: float, layers: dict, stdin: bool = False):
+        """Create the container, after sweeping stale ones (stdin: kept open for the go, see DockerStartedAhead)."""
+        import docker
+        sweep_stale(api)
+        config = self.container_config(limits, uuid.uuid4().hex[:12], deadline)
+        if stdin:
+            # StdinOnce closes the container's stdin when our attach socket closes (the harness then sees EOF);
+            # docker-py sets it only with detach=False, which for create() starts and attaches nothing.
+            config.update(stdin_open=True, detach=False)
+        try:
+            container = api.containers.create(**config)
+        except docker.errors.ImageNotFound:
+            raise SandboxUnavailable(f"runner image {self.image} is missing; build it with "
+                                     f"scripts/build-runner-image.sh") from None
+        layers["container"] = container.id[:12]
+        layers["volume"] = next((m.get("Name") for m in container.attrs.get("Mounts", [])
+                                 if m.get("Type") == "volume"), None)
+        return container
+
     def run(self, job_dir: Path, limits: Limits, wall_s: float, on_frame=None) -> SandboxRun:
         """Create, fill, start and watch the container; remove it (and its volume) whatever happens."""
-        import docker
-        import requests
         started = time.monotonic()
-        clock = lambda: time.monotonic() - started  # noqa: E731
-        run_id = uuid.uuid4().hex[:12]
         api = client(timeout=max(60.0, wall_s + 30))
-        container = sock = collector = None
-        killed = kind = None
-        layers = {"image": self.image, "user": self.uid, "network": "none", "read_only_root": True,
-                  "capabilities": "none", "seccomp": "docker default", "memory_mb": limits.memory_mb,
-                  "pids": limits.pids, "cpus": limits.cpus, "scratch_mb": limits.scratch_mb}
+        container = sock = None
+        layers = self.layers(limits)
         try:
-            sweep_stale(api)
-            try:
-                container = api.containers.create(**self.container_config(limits, run_id, time.time() + wall_s + 120))
-            except docker.errors.ImageNotFound:
-                raise SandboxUnavailable(f"runner image {self.image} is missing; build it with "
-                                         f"scripts/build-runner-image.sh") from None
-            layers["container"] = container.id[:12]
-            layers["volume"] = next((m.get("Name") for m in container.attrs.get("Mounts", [])
-                                     if m.get("Type") == "volume"), None)
+            container = self._create(api, limits, time.time() + wall_s + MARGIN_S, layers)
             if not container.put_archive("/job", job_tar(job_dir)):
                 raise SandboxUnavailable("put_archive refused the job")
             # Attach before start so no byte of the channel is lost; stdout and stderr arrive apart.
             sock = api.api.attach(container.id, stdout=True, stderr=True, stream=True, logs=False, demux=True)
             stdout = _Stdout(sock)
-            collector = FrameCollector(stdout, limits.output_mb << 20, on_frame, clock)
+            collector = FrameCollector(stdout, limits.output_mb << 20, on_frame, lambda: time.monotonic() - started)
             container.start()
             collector.start()
-            try:
-                result = container.wait(timeout=wall_s)
-                exit_code = result.get("StatusCode")
-            except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError):
-                killed = f"the sandbox ran longer than its {wall_s:g} s budget and was killed"
-                kind = "timeout"
-                self._kill(container)
-                exit_code = None
-            collector.join(timeout=10)
-            if collector.thread.is_alive():
-                self._kill(container)
-                collector.join(timeout=5)
-            container.reload()
-            state = container.attrs.get("State", {})
-            if exit_code is None:
-                exit_code = state.get("ExitCode")
-            layers["oom_killed"] = bool(state.get("OOMKilled"))
-            finished = any(h.get("type") == "done" for h, _ in collector.frames)
-            if collector.error and not killed:
-                killed = collector.error
-                kind = "crash"
-            if not killed and not finished and layers["oom_killed"]:
-                killed = f"the sandbox ran out of memory (limit {limits.memory_mb} MiB) and was killed"
-                kind = "oom"
-            log = bytes(stdout.log[-LOG_TAIL:]).decode("utf-8", "replace")
-            log += "\n[sandbox] " + ", ".join(f"{k}={v}" for k, v in layers.items()) + "\n"
-            return SandboxRun(self.name, collector.frames, exit_code, killed, clock(), collector.hello_at, log,
-                              layers=layers, ident=container.id, killed_kind=kind)
+            return self._watch(container, collector, stdout, layers, limits, wall_s, started)
         finally:
             if sock is not None:
                 try:
@@ -237,6 +233,45 @@ class DockerSandbox(Sandbox):
             if container is not None:
                 self._remove(container)
             api.close()
+
+    def prepare(self, limits: Limits) -> Prepared:
+        """A container started now, ahead of its job: torch imported, waiting on its stdin for the go."""
+        return DockerStartedAhead(self, new_job_dir(), limits)
+
+    def _watch(self, container, collector: FrameCollector, stdout: "_Stdout", layers: dict, limits: Limits,
+               wall_s: float, go_at: float, ahead_s: float = 0.0) -> SandboxRun:
+        """Wait for the started container within wall_s, kill it past that; report what came back (wall from go_at)."""
+        import requests
+        killed = kind = None
+        try:
+            result = container.wait(timeout=wall_s)
+            exit_code = result.get("StatusCode")
+        except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError):
+            killed = f"the sandbox ran longer than its {wall_s:g} s budget and was killed"
+            kind = "timeout"
+            self._kill(container)
+            exit_code = None
+        wall = time.monotonic() - go_at
+        collector.join(timeout=10)
+        if collector.thread.is_alive():
+            self._kill(container)
+            collector.join(timeout=5)
+        container.reload()
+        state = container.attrs.get("State", {})
+        if exit_code is None:
+            exit_code = state.get("ExitCode")
+        layers["oom_killed"] = bool(state.get("OOMKilled"))
+        finished = any(h.get("type") == "done" for h, _ in collector.frames)
+        if collector.error and not killed:
+            killed = collector.error
+            kind = "crash"
+        if not killed and not finished and layers["oom_killed"]:
+            killed = f"the sandbox ran out of memory (limit {limits.memory_mb} MiB) and was killed"
+            kind = "oom"
+        log = bytes(stdout.log[-LOG_TAIL:]).decode("utf-8", "replace")
+        log += "\n[sandbox] " + ", ".join(f"{k}={v}" for k, v in layers.items()) + "\n"
+        return SandboxRun(self.name, collector.frames, exit_code, killed, wall, collector.hello_at, log,
+                          layers=layers, ident=container.id, killed_kind=kind, ahead_s=round(ahead_s, 3))
 
     @staticmethod
     def _kill(container) -> None:
@@ -266,3 +301,109 @@ class DockerSandbox(Sandbox):
             container.remove(force=True, v=True)
         except Exception:
             pass
+
+
+class DockerStartedAhead(Prepared):
+    """A container started before its job: harness and init copied in, torch imported, waiting on stdin for the go.
+
+    One attach socket carries stdin (the go) and stdout/stderr (frames, log). If the worker dies, the socket
+    closes, StdinOnce closes the container's stdin, the harness reads EOF with no job.json and exits; the
+    stopped container is removed by a sweep once its deadline label (start + IDLE_S + MARGIN_S) has passed.
+    """
+
+    def __init__(self, sandbox: DockerSandbox, job_dir: Path, limits: Limits):
+        super().__init__(sandbox, job_dir, limits)
+        self.ran = False
+        self.container = self.sock = self.collector = self.on_frame = None
+        self.ident = ""  # the container's id, kept after close() to check nothing is left
+        self.layers = sandbox.layers(limits)
+        self.started_at = time.monotonic()
+        self.deadline = time.time() + IDLE_S + MARGIN_S
+        self.api = client()
+        try:
+            from docker.utils.socket import demux_adaptor, frames_iter
+            self.container = sandbox._create(self.api, limits, self.deadline, self.layers, stdin=True)
+            self.ident = self.container.id
+            # Only the harness and init so far (job_dir holds nothing else yet); run() adds the job.
+            if not self.container.put_archive("/job", job_tar(job_dir)):
+                raise SandboxUnavailable("put_archive refused the harness")
+            self.sock = self.api.api.attach_socket(self.container.id,
+                                                   params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
+            self.stdout = _Stdout(demux_adaptor(*frame) for frame in frames_iter(self.sock, tty=False))
+            self.collector = FrameCollector(self.stdout, limits.output_mb << 20, self._forward,
+                                            lambda: time.monotonic() - self.started_at)
+            self.container.start()
+            self.collector.start()
+        except BaseException:
+            self._stop()
+            shutil.rmtree(job_dir, ignore_errors=True)
+            raise
+
+    def _raw_socket(self):
+        """The attach connection's socket: docker-py hands out a read-only SocketIO over it (or, on TLS, the socket)."""
+        return getattr(self.sock, "_sock", self.sock)
+
+    def _forward(self, header: dict) -> None:
+        """The collector's callback: frames go to whoever runs the job, once one does."""
+        if self.on_frame is not None:
+            self.on_frame(header)
+
+    def alive(self) -> bool:
+        """Unused, its frame stream still open and the container running (the hello came or still may)."""
+        if self.ran or not self.collector.thread.is_alive():
+            return False
+        try:
+            self.container.reload()
+        except Exception:  # removed under us (a sweep, an operator)
+            return False
+        return self.container.status == "running"
+
+    def wait_ready(self, timeout_s: float = 60.0) -> bool:
+        """Until the harness has said hello (torch imported); False if it died or the time ran out."""
+        deadline = time.monotonic() + timeout_s
+        while self.collector.hello_at is None:
+            if self.ran or not self.collector.thread.is_alive() or time.monotonic() > deadline:
+                return False
+            time.sleep(0.02)
+        return True
+
+    def run(self, wall_s: float, on_frame=None) -> SandboxRun:
+        """Copy the job in, give the go; the wall-clock budget counts from the go."""
+        if self.ran:
+            raise RuntimeError("a sandbox serves one job only")
+        self.ran = True
+        if time.time() + wall_s + MARGIN_S > self.deadline:
+            # It waited so long that a sweep could remove it mid-run: run cold instead, on the same job directory.
+            self._stop()
+            return self.sandbox.run(self.job_dir, self.limits, wall_s, on_frame)
+        if not self.container.put_archive("/job", job_tar(self.job_dir, job_only=True)):
+            raise SandboxUnavailable("put_archive refused the job")
+        for header, _ in list(self.collector.frames):  # only hello can have come before the go
+            if on_frame:
+                on_frame(header)
+        self.on_frame = on_frame
+        go_at = time.monotonic()
+        try:
+            self._raw_socket().sendall(b"g")
+        except OSError:
+            pass  # the harness is gone already: the frames say what happened
+        return self.sandbox._watch(self.container, self.collector, self.stdout, self.layers, self.limits, wall_s,
+                                   go_at, ahead_s=go_at - self.started_at)
+
+    def _stop(self) -> None:
+        """Kill and remove the container and its volume, whether or not it ran; close the socket and the client."""
+        self.ran = True
+        try:
+            if self.container is not None:
+                self.sandbox._remove(self.container)  # force: kills it first
+            if self.sock is not None:
+                try:  # a shutdown ends the collector's read with EOF; a close under it would raise in its thread
+                    self._raw_socket().shutdown(socket.SHUT_RDWR)
+                except (OSError, AttributeError):
+                    pass
+                if self.collector is not None and self.collector.thread.ident is not None:
+                    self.collector.join(timeout=10)
+                self.sock.close()
+        finally:
+            self.container = self.sock = None
+            self.api.close()

@@ -57,6 +57,16 @@ def nonfinite(actual: torch.Tensor, what: str, axes) -> str | None:
     return None
 
 
+def unravel(flat: int, shape) -> tuple[int, ...]:
+    """The index of a flat position in a tensor of this shape (row-major)."""
+    # Not torch.unravel_index: its first call imports sympy, 0.7 s on the first grading of every worker process.
+    index = []
+    for size in reversed(tuple(shape)):
+        flat, i = divmod(flat, size)
+        index.append(i)
+    return tuple(reversed(index))
+
+
 def mismatch(actual, expected, atol: float, rtol: float, axes) -> Mismatch | None:
     """None when close (|a - e| <= atol + rtol * |e| everywhere), else where and by how much."""
     a, e = actual.detach().to(torch.float64), expected.detach().to(torch.float64)
@@ -67,6 +77,6 @@ def mismatch(actual, expected, atol: float, rtol: float, axes) -> Mismatch | Non
         return None
     diff = torch.where(torch.isnan(diff), torch.full_like(diff, float("inf")), diff)
     flat = int(torch.argmax(torch.where(bad, diff, torch.zeros_like(diff))))
-    index = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), diff.shape))
+    index = unravel(flat, diff.shape)
     return Mismatch(int(bad.sum()), bad.numel(), float(diff[index]), index, float(a[index]), float(e[index]),
                     tuple(axes))

@@ -32,3 +32,13 @@ def test_nonfinite_and_shape_messages():
     assert "NaN first at row 1, col 0" in nonfinite(t, "out", ("row", "col"))
     assert shape_problem(t, (2, 3), "out", "(B, T)") == "out has shape (2, 2), expected (B, T) = (2, 3)"
     assert shape_problem(None, (2, 3), "out", "(B, T)") == "out was not returned"
+
+
+def test_unravel_matches_torch_unravel_index():
+    from grader.compare import unravel
+    for shape in [(7,), (2, 3), (3, 1, 4), (2, 3, 4, 5)]:
+        n = 1
+        for size in shape:
+            n *= size
+        for flat in range(n):
+            assert unravel(flat, torch.Size(shape)) == tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), shape))

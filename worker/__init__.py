@@ -1,6 +1,6 @@
 """The grading workers: a Celery app bound to the Flask app's settings, tasks that take submission ids."""
 from celery import Celery, Task
-from celery.signals import worker_process_init, worker_process_shutdown
+from celery.signals import worker_init, worker_process_init, worker_process_shutdown
 
 
 def celery_init_app(app) -> Celery:
@@ -28,6 +28,12 @@ def celery_init_app(app) -> Celery:
         if app.config.get("SANDBOX_PRESTART", True):
             _prestarter(app).close()  # billiard ends pool children without running atexit
 
+    def before_fork(**_):
+        # The judge imports torch (about 2 s): once here, before the pool forks, instead of in each pool process at
+        # its first job. Importing runs no torch op, so no thread pool exists yet to break in the forked children.
+        import grader.judge  # noqa: F401
+
+    worker_init.connect(before_fork, weak=False)
     worker_process_init.connect(after_fork, weak=False)
     worker_process_shutdown.connect(before_exit, weak=False)
     return celery_app

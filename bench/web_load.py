@@ -7,7 +7,8 @@ PostgreSQL. Loopback only, bounded in count: 50 client threads each upload U fil
 own student, then poll their submission's status P times (quick 10, else 40) back to back. Two workers grade
 the uploads meanwhile (a deadline rush: the web shares the machine with the sandboxes). Then wrk (when
 installed: `make bench` installs it) polls one status over 50 connections back to back, with the workers
-stopped and again while two grade; then 50 clients poll every 2 s, as the status page does. Percentiles are
+stopped and again while two grade, and once more against bench/web_floor.py (a constant answer from the same gunicorn:
+the floor for any view on this machine); then 50 clients poll every 2 s, as the status page does. Percentiles are
 nearest-rank over every request; the target is status p99 under 100 ms. Also the web server's memory.
 """
 import argparse
@@ -18,6 +19,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -48,6 +50,27 @@ def wrk(url: str, token: str, seconds: int) -> dict | None:
 
 
 POLL_S = 2.0  # grader/app/static/web.js: the status box polls every data-poll-s seconds, 2 by default
+
+
+def floor(workers: int, token: str, seconds: int) -> dict | None:
+    """wrk against bench/web_floor.py (a constant answer, same gunicorn): gunicorn and Flask's own share."""
+    from tests.service.svc_cluster import free_port, wait_for
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("web_floor.py")), str(port), str(workers)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+
+    def up():
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/status", timeout=2) as r:
+                return r.status == 200
+        except OSError:
+            return False
+    try:
+        wait_for(up, 30, what="the floor server to answer")
+        return wrk(f"http://127.0.0.1:{port}/status", token, seconds)
+    finally:
+        os.killpg(proc.pid, 15)
+        proc.wait(10)
 
 
 def paced_polls(ctx, sid: int, polls: int) -> dict:
@@ -127,7 +150,7 @@ def run(ctx, quick: bool) -> str:
         time.sleep(0.2)
     wall = time.perf_counter() - started
     rows = [[f"{kind} (Python threads, during the uploads)", len(v), errors[kind], 1e3 * pct(v, 50), 1e3 * pct(v, 95),
-             1e3 * pct(v, 99), 1e3 * max(v), "" if kind != "status" else ("yes" if pct(v, 99) < 0.1 else "no")]
+             1e3 * pct(v, 99), 1e3 * max(v), None, "" if kind != "status" else ("yes" if pct(v, 99) < 0.1 else "no")]
             for kind, v in times.items()]
     url = ctx["http"].base + f"/api/v1/submissions/{first_id[0]}" if first_id else None
     measured = {}
@@ -142,12 +165,19 @@ def run(ctx, quick: bool) -> str:
             break
         measured[label] = w
         rows.append([f"status (wrk, {label})", w["count"], w["errors"], w["p"]["50"], w["p"].get("90"),
-                     w["p"]["99"], None, "yes" if w["p"]["99"] < 100 else "no"])
+                     w["p"]["99"], None, round(w["rps"]), "yes" if w["p"]["99"] < 100 else "no"])
+        if not workers:  # the same wrk on a constant answer, same gunicorn: what is left for the status itself
+            f = floor(ctx["web_workers"], ctx["tokens"][0], 5 if quick else 15)
+            if f is not None:
+                measured["floor"] = f
+                rows.append(["floor: a constant answer, same gunicorn, no database (wrk, idle workers)", f["count"],
+                             f["errors"], f["p"]["50"], f["p"].get("90"), f["p"]["99"], None, round(f["rps"]),
+                             "yes" if f["p"]["99"] < 100 else "no"])
     if url is not None:  # what the status page does: every client polls once every POLL_S seconds
         paced = paced_polls(ctx, first_id[0], 5 if quick else 15)
         rows.append([f"status (50 clients polling every {POLL_S:.0f} s, as the page does; 2 workers grading)",
                      len(paced["times"]), paced["errors"], 1e3 * pct(paced["times"], 50), 1e3 * pct(paced["times"], 95),
-                     1e3 * pct(paced["times"], 99), 1e3 * max(paced["times"]),
+                     1e3 * pct(paced["times"], 99), 1e3 * max(paced["times"]), None,
                      "yes" if pct(paced["times"], 99) < 0.1 else "no"])
         measured["paced"] = {"p": {"99": 1e3 * pct(paced["times"], 99)}, "count": len(paced["times"])}
     note = (f"{CLIENTS} concurrent clients (threads, a new connection per request, as urllib does), {uploads} "
@@ -161,7 +191,8 @@ def run(ctx, quick: bool) -> str:
             f"shared pages divided among them): {peak_web:.0f} MB. Target: status p99 < 100 ms.")
     save("web_load", {"times": times, "errors": errors, "wall_s": wall, "web_pss_mb": peak_web, "wrk": measured})
     return emit("Web latency under 50 concurrent clients", note + "\n\n" + table(
-        ["request", "count", "errors", "p50 ms", "p95 (wrk: p90) ms", "p99 ms", "max ms", "p99 < 100 ms"], rows))
+        ["request", "count", "errors", "p50 ms", "p95 (wrk: p90) ms", "p99 ms", "max ms", "req/s", "p99 < 100 ms"],
+        rows))
 
 
 def main(argv=None) -> str:

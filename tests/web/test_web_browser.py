@@ -11,6 +11,8 @@ import time
 
 import pytest
 
+from grader.registry import check_ids
+
 from service.svc_cluster import Http, LiveServer, Worker, cluster_app, wait_for
 from service.svc_helpers import make_course
 
@@ -22,7 +24,7 @@ CHROMIUM = os.environ.get("GRADER_CHROMIUM", "/usr/bin/chromium")
 # Debian's chromium, driven by Playwright (which cannot download a browser here): no network of its own, no GPU.
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-RESULT_CHECKS = ["split_heads", "attention_sdpa", "training"]  # the result page needs training's loss curve
+RESULT_CHECKS = list(check_ids())  # a full result: every check, training's loss curve and evaluation's metrics
 QUICK_CHECKS = ["split_heads"]
 SETTINGS = {"HEARTBEAT_S": 0.5, "LEASE_S": 30, "SWEEP_INTERVAL_S": 5, "REQUEUE_AFTER_S": 10, "ENFORCE_ATTEMPTS": False,
             "PUBLISH_RETRIES": 1, "WEB_POLL_S": 0.5}

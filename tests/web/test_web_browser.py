@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from ci import missing
 from grader.registry import check_ids
 
 from service.svc_cluster import Http, LiveServer, Worker, cluster_app, wait_for
@@ -31,11 +32,9 @@ SETTINGS = {"HEARTBEAT_S": 0.5, "LEASE_S": 30, "SWEEP_INTERVAL_S": 5, "REQUEUE_A
 REPORT = b"# Capstone report\n\n## Specification\n\nPAD = 0, BOS = 1, EOS = 2; shapes (B, T, D) -> (B, H, T, Dh).\n"
 
 
-def missing(reason: str):
-    """Locally a skip with the reason; in CI (CI=true) a failure, since the browser tests must run there."""
-    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-        pytest.fail(f"{reason}; CI installs it with scripts/install-browser.sh")
-    pytest.skip(reason)
+def browser_missing(reason: str):
+    """A skip with the reason locally; in CI, which installs it with scripts/install-browser.sh, a failure."""
+    missing(f"{reason}; scripts/install-browser.sh installs it")
 
 
 @pytest.fixture(scope="module")
@@ -43,9 +42,9 @@ def chromium():
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
-        missing("the playwright package is not installed (pip install -e '.[test]')")
+        browser_missing("the playwright package is not installed (pip install -e '.[test]')")
     if not os.access(CHROMIUM, os.X_OK):
-        missing(f"Chromium is not installed at {CHROMIUM} (apt-get install chromium)")
+        browser_missing(f"Chromium is not installed at {CHROMIUM} (apt-get install chromium)")
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         yield browser

@@ -36,9 +36,11 @@ def main():
 @click.option("--skip", help="Comma-separated check ids to leave out.")
 @click.option("--seed", type=int, default=DEFAULT_SEED, show_default=True, help="Seed for the judge's inputs.")
 @click.option("--timeout", type=float, default=Limits.stage_s, show_default=True, help="Seconds per check.")
+@click.option("--steps", type=click.IntRange(min=1), default=None,
+              help="Training steps for the submission's track  [default: reverse 600, lm 300].")
 @click.option("--rubric", "rubric_path", type=click.Path(exists=True, dir_okay=False),
               help="Rubric file for the points (default: the packaged capstone rubric).")
-def check(path, as_json, only, skip, seed, timeout, rubric_path):
+def check(path, as_json, only, skip, seed, timeout, steps, rubric_path):
     """Grade the module at PATH locally, in a sandbox, and show each check's verdict.
 
     \b
@@ -52,7 +54,8 @@ def check(path, as_json, only, skip, seed, timeout, rubric_path):
     """
     from .judge import Options, grade_file  # imports torch: only this command pays for it
 
-    options = Options(seed=seed, only=parse_ids(only), skip=parse_ids(skip), limits=Limits(stage_s=timeout))
+    options = Options(seed=seed, only=parse_ids(only), skip=parse_ids(skip), limits=Limits(stage_s=timeout),
+                      steps={"reverse": steps, "lm": steps} if steps else {})
     rubric = load_points_rubric(rubric_path)
     report = grade_file(path, options)
     scored = score(report, rubric) if rubric else None

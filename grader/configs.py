@@ -37,6 +37,32 @@ TRAINING = {
     "cyclic": {"steps": 300, "batch_size": 32, "context": 24, "min_period": 2, "max_period": 5, "lr": 3e-3,
                "weight_decay": 0.01, "betas": [0.9, 0.999], "clip": 1.0, "train_rows": 9600, "budget_s": 60.0},
 }
+
+def check_steps(steps) -> dict:
+    """A step budget setting (track -> positive number of steps), checked; ValueError names what is wrong."""
+    if not isinstance(steps, dict):
+        raise ValueError(f"training steps must map a track to a number of steps, like {{\"lm\": 200}}; got {steps!r}")
+    for track, n in steps.items():
+        if track not in ("reverse", "lm"):
+            raise ValueError(f"training steps: unknown track {track!r} (reverse or lm)")
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ValueError(f"training steps for {track} must be a positive whole number; got {n!r}")
+    return dict(steps)
+
+
+def training_hp(track: str, steps: dict | None = None) -> dict:
+    """A track's training hyperparameters with the step budget from configuration (steps: track -> steps, or {})."""
+    hp = dict(TRAINING[track])
+    wanted = (steps or {}).get(track)
+    if wanted:
+        default = hp["steps"]
+        hp["steps"] = int(wanted)
+        hp["replay_steps"] = min(hp["replay_steps"], hp["steps"])
+        # The stage's wall clock was set for the default budget: a longer run gets proportionally more.
+        hp["budget_s"] = hp["budget_s"] * max(1.0, hp["steps"] / default)
+    return hp
+
+
 EVALUATION = {
     "reverse": {"heldout_rows": 512, "budget_s": 30.0},
     "lm": {"heldout_windows": 256, "budget_s": 30.0,

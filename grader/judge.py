@@ -27,6 +27,7 @@ class Options:
     skip: tuple = ()
     limits: Limits = field(default_factory=Limits)
     backend: str = "process"
+    steps: dict = field(default_factory=dict)  # track -> training steps (default: grader.configs.TRAINING)
 
 
 def select_checks(only=(), skip=()) -> list:
@@ -57,7 +58,7 @@ def grade_bytes(data: bytes, name: str = "submission.py", options: Options | Non
         report["checks"] = [CheckResult(c.ID, "error", f"the submission cannot be graded: {exc}").to_dict() for c in checks]
         return finish(report, started)
     report["submission"].update(sha256=source.sha256, track=source.track)
-    ctx = Context(options.seed, source)
+    ctx = Context(options.seed, source, steps=dict(options.steps))
     results, plans = {}, {}
     for check in checks:
         if check.NEEDS_TRACK and not ctx.track:

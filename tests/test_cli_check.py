@@ -45,8 +45,19 @@ def test_failing_submission_still_exits_zero(tmp_path):
     (("check", "no/such/file.py"), "does not exist"),
     (("check", str(REFERENCES["lm"]), "--only", "attention,rope"), "unknown check id attention"),
     (("check",), "Missing argument"),
+    (("check", str(REFERENCES["lm"]), "--steps", "0"), "Invalid value for '--steps'"),
 ])
 def test_usage_errors_exit_non_zero_with_a_message(args, needle):
     proc = run(*args)
     assert proc.returncode == 2 and needle in proc.stderr, (proc.returncode, proc.stderr)
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.slow
+def test_steps_sets_the_training_budget_and_the_result_records_it():
+    proc = run("check", str(REFERENCES["lm"]), "--json", "--only", "training", "--steps", "30")
+    assert proc.returncode == 0, proc.stderr
+    training = json.loads(proc.stdout)["checks"][0]
+    assert training["metrics"]["steps"] == 30, training["metrics"]
+    # 30 steps are too few for the pass threshold (measured at the default 300): the message says how many ran
+    assert training["status"] == "fail" and "after 30 steps" in training["message"], training["message"]

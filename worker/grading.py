@@ -25,11 +25,12 @@ class Outcome:
     result_id: int | None = None
 
 
-def judge_options(assignment: dict, backend: str | None):
-    """The judge's Options for an assignment: `grader check`'s defaults unless the assignment sets them."""
+def judge_options(assignment: dict, backend: str | None, steps: dict | None = None):
+    """The judge's Options for an assignment: `grader check`'s defaults unless the assignment or settings say else."""
     from grader.judge import Options
     from grader.sandbox import Limits
-    options = Options(only=tuple(assignment.get("checks") or ()), limits=Limits(**(assignment.get("limits") or {})))
+    options = Options(only=tuple(assignment.get("checks") or ()), limits=Limits(**(assignment.get("limits") or {})),
+                      steps=dict(steps or {}))
     if assignment.get("seed") is not None:
         options.seed = assignment["seed"]
     if backend:
@@ -109,7 +110,7 @@ def grade(app, submission_id: int, task_id: str | None = None, judge=None) -> Ou
         log.info("submission %s: nothing to do (%s)", submission_id, c.reason)
         return Outcome(c.reason)
     log.info("submission %s: grading request %s, attempt %s", submission_id, c.request, c.number)
-    options = judge_options(c.assignment, cfg["SANDBOX_BACKEND"])
+    options = judge_options(c.assignment, cfg["SANDBOX_BACKEND"], cfg.get("TRAINING_STEPS"))
     beat = Heartbeat(db, c, cfg["HEARTBEAT_S"]).start()
     report, problem = None, None
     try:

@@ -20,6 +20,8 @@ def create_app(test_config: dict | None = None) -> Flask:
     os.makedirs(app.instance_path, exist_ok=True)
     app.config["DATABASE_URL"] = app.config["DATABASE_URL"] or database.default_sqlite_url(app.instance_path)
     app.config["SUBMISSIONS_DIR"] = app.config["SUBMISSIONS_DIR"] or os.path.join(app.instance_path, "submissions")
+    from ..configs import check_steps
+    app.config["TRAINING_STEPS"] = check_steps(app.config["TRAINING_STEPS"] or {})  # a bad value fails at start
 
     db = database.init_app(app)
     if app.config["AUTO_MIGRATE"]:

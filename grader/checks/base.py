@@ -26,6 +26,7 @@ class Context:
     seed: int
     source: Source
     shared: dict = field(default_factory=dict)  # stages that several checks plan (run once per grading)
+    steps: dict = field(default_factory=dict)  # track -> training step budget, where configuration sets one
 
     @property
     def track(self) -> str | None:

@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from ..compare import nonfinite, shape_problem
-from ..configs import ARCH, SPECIAL, TRAIN_MODEL, TRAINING, TRAINING_LIMITS
+from ..configs import ARCH, SPECIAL, TRAIN_MODEL, TRAINING_LIMITS, training_hp
 from ..data.reverse import exact_matches, reverse_rows
 from ..data.text import random_windows, shipped_corpus, unigram_logprobs
 from .base import Stage, Verdict
@@ -37,7 +37,7 @@ def train_config(track: str) -> dict:
 
 def train_params(ctx, **extra) -> dict:
     """Probe parameters: track, config, seed and the loop's hyperparameters."""
-    hp = TRAINING[ctx.track]
+    hp = training_hp(ctx.track, ctx.steps)
     config = train_config(ctx.track)
     return {"track": ctx.track, "config": config, "seed": ctx.seed % (2 ** 31), "vocab_size": config["vocab_size"],
             "steps": hp["steps"], "lr": hp["lr"], "betas": hp["betas"], "weight_decay": hp["weight_decay"],
@@ -46,7 +46,7 @@ def train_params(ctx, **extra) -> dict:
 
 def train_inputs(ctx) -> dict:
     """The training rows, the batch index of every step, and fixed training rows for the judge's loss."""
-    hp = TRAINING[ctx.track]
+    hp = training_hp(ctx.track, ctx.steps)
     batches = hp["steps"], hp["batch_size"]
     if ctx.track == "lm":
         train_ids = shipped_corpus().ids("train")
@@ -64,13 +64,13 @@ def train_inputs(ctx) -> dict:
 def run_stage(ctx) -> Stage:
     """The training run (one per grading, shared with `evaluation`, which loads the state it returns)."""
     return ctx.stage_once(RUN, lambda: Stage(RUN, "train", train_inputs(ctx), train_params(ctx, return_state=True),
-                                             budget_s=TRAINING[ctx.track]["budget_s"]))
+                                             budget_s=training_hp(ctx.track, ctx.steps)["budget_s"]))
 
 
 def plan(ctx):
     """The run, then a replay of its first steps in a fresh child under the same seed."""
     run = run_stage(ctx)
-    steps = TRAINING[ctx.track]["replay_steps"]
+    steps = training_hp(ctx.track, ctx.steps)["replay_steps"]
     inputs = dict(run.inputs, batches=run.inputs["batches"][:steps].clone())
     # the default stage budget: the replay is a tenth of the run
     replay = Stage(REPLAY, "train", inputs, train_params(ctx, steps=steps))
@@ -107,7 +107,7 @@ def curve(losses: torch.Tensor) -> tuple[list, int]:
 
 def verdict(ctx, stages, outcomes):
     """Judge's losses from the returned logits; the reported curve, the replay and the leak signals cross-checked."""
-    lim, hp = TRAINING_LIMITS[ctx.track], TRAINING[ctx.track]
+    lim, hp = TRAINING_LIMITS[ctx.track], training_hp(ctx.track, ctx.steps)
     run, inputs = outcomes[RUN], run_stage(ctx).inputs
     config = train_config(ctx.track)
     vocab = config["vocab_size"]
@@ -216,7 +216,7 @@ def replay_problem(v, run, replay, steps: int) -> None:
 def protocol(ctx, run) -> dict:
     """What reproduces the run: seed, steps, configuration, optimizer, data, torch version and threads (wall-clock
     time is in the report's timings, so two gradings of one file give identical results)."""
-    hp = TRAINING[ctx.track]
+    hp = training_hp(ctx.track, ctx.steps)
     data = ({"corpus": shipped_corpus().name, "corpus_sha256": shipped_corpus().sha256, "split": "contiguous 80/10/10",
              "vocab": "characters of the training split", "context": hp["context"]} if ctx.track == "lm" else
             {"train_rows": hp["train_rows"], "lengths": [hp["min_len"], hp["max_len"]]})

@@ -170,7 +170,7 @@ def decide(check, ctx: Context, plan, outcomes: dict) -> CheckResult:
     """A stage that did not finish decides the status; otherwise the check's own verdict does."""
     mine = {s.key: outcomes[s.key] for s in plan}
     duration = round(sum(o.duration_s for o in mine.values()), 4)
-    stdout = "".join(o.stdout for o in mine.values())[:2000]
+    stdout = printed_excerpt(mine.values())
     for outcome in mine.values():
         if outcome.status != "ok":
             result = stage_failure(check.ID, outcome)
@@ -183,6 +183,19 @@ def decide(check, ctx: Context, plan, outcomes: dict) -> CheckResult:
                                                     f"({type(exc).__name__}: {str(exc)[:300]})")
     result.duration_s, result.stdout = duration, stdout
     return result
+
+
+STDOUT_SHOWN = 2000  # characters of what a check printed that its result keeps
+
+
+def printed_excerpt(outcomes) -> str:
+    """The start of what the check's stages printed, saying so when there was more (the harness caps it too)."""
+    text = "".join(o.stdout for o in outcomes)
+    printed = sum(o.stdout_bytes for o in outcomes)
+    shown = text[:STDOUT_SHOWN]
+    if printed > len(shown.encode("utf-8", "replace")):
+        shown += f"\n[output truncated: the check printed {printed} bytes; the first {len(shown)} characters are shown]"
+    return shown
 
 
 def stage_failure(check_id: str, outcome: StageOutcome) -> CheckResult:

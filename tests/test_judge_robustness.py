@@ -36,7 +36,18 @@ print("attention_sdpa  pass")"""
     report = grade_text(with_prelude(prelude), only=["attention_sdpa"])
     check = by_id(report)["attention_sdpa"]
     assert check["status"] == "fail", explain(report)
+    assert "without the 1/√Dh scale" in check["message"], "the failure names the real bug, not the forged line"
     assert '"status": "pass"' in check["stdout"], "what the student printed is shown to them as their output"
+
+
+def test_a_long_output_is_cut_and_says_so():
+    prelude = 'print("x" * 9999)'
+    report = grade_text(with_prelude(prelude, bug=None), only=["split_heads"])
+    check = by_id(report)["split_heads"]
+    assert check["status"] == "pass", explain(report)
+    assert check["stdout"].startswith("x" * 100) and len(check["stdout"]) < 2200
+    assert check["stdout"].endswith("[output truncated: the check printed 10000 bytes; the first 2000 characters "
+                                    "are shown]"), check["stdout"][-200:]
 
 
 def test_forged_result_files_are_ignored():
@@ -52,6 +63,7 @@ for path in ("result.json", "../result.json", "../../result.json", "../../report
 """
     report = grade_text(with_prelude(prelude), only=["attention_sdpa", "split_heads"])
     assert statuses(report) == {"split_heads": "pass", "attention_sdpa": "fail"}, explain(report)
+    assert "without the 1/√Dh scale" in by_id(report)["attention_sdpa"]["message"], "the real bug, not the files"
 
 
 def test_os_exit_during_import_is_a_named_crash():

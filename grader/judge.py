@@ -16,7 +16,7 @@ from .sandbox import Limits, Sandbox, make_sandbox
 from .source import Rejected, read_source
 from .tensors import BadTensors, decode_tensors
 
-STAGE_STATUSES = ("ok", "error", "violation", "timeout", "oom", "crash")
+STAGE_STATUSES = ("ok", "error", "violation", "timeout", "oom", "crash", "skipped")
 
 
 @dataclass
@@ -70,7 +70,7 @@ def grade_bytes(data: bytes, name: str = "submission.py", options: Options | Non
     outcomes, run_info = run_stages(source.text, stages, options, sandbox, on_event) if stages else ({}, {})
     for check in checks:
         if check.ID in plans:
-            results[check.ID] = decide(check, ctx, plans[check.ID], outcomes)
+            results[check.ID] = decide(check, ctx, plans[check.ID], outcomes, set(plans))
     report["checks"] = [results[c.ID].to_dict() for c in checks]
     report.update(run_info)
     return finish(report, started)
@@ -166,15 +166,24 @@ def outcome_from(header: dict, blob: bytes) -> StageOutcome:
     return outcome
 
 
-def decide(check, ctx: Context, plan, outcomes: dict) -> CheckResult:
-    """A stage that did not finish decides the status; otherwise the check's own verdict does."""
+def decide(check, ctx: Context, plan, outcomes: dict, graded: set = frozenset()) -> CheckResult:
+    """A stage that did not finish decides the status; otherwise the check's own verdict does.
+
+    graded: the ids of this grading's checks; a failed stage of one of them (not this one) makes this check skipped.
+    """
     mine = {s.key: outcomes[s.key] for s in plan}
     duration = round(sum(o.duration_s for o in mine.values()), 4)
     stdout = printed_excerpt(mine.values())
-    for outcome in mine.values():
-        if outcome.status != "ok":
+    for stage in plan:
+        outcome = mine[stage.key]
+        if outcome.status == "ok":
+            continue
+        if outcome.status == "skipped" or stage.key.split(".")[0] in graded - {check.ID}:
+            # What failed is another check's stage (evaluation's training run): that check reports the failure.
+            result = skipped(check.ID, stage.input_from if outcome.status == "skipped" else stage.key, outcomes)
+        else:
             result = stage_failure(check.ID, outcome)
-            break
+        break
     else:
         try:
             result = check.verdict(ctx, {s.key: s for s in plan}, mine)
@@ -196,6 +205,20 @@ def printed_excerpt(outcomes) -> str:
     if printed > len(shown.encode("utf-8", "replace")):
         shown += f"\n[output truncated: the check printed {printed} bytes; the first {len(shown)} characters are shown]"
     return shown
+
+
+def skipped(check_id: str, source: str, outcomes: dict) -> CheckResult:
+    """A check that needs another check's stage (evaluation needs training's model), which did not succeed."""
+    before = outcomes.get(source)
+    owner = source.split(".")[0]
+    why = UNFINISHED.get(before.status, before.status) if before is not None else "was not run"
+    return CheckResult(check_id, "skipped", f"not run: it needs what {owner} produces ({source}), which {why}; "
+                                            f"see {owner}")
+
+
+UNFINISHED = {"error": "raised an error", "violation": "broke the contract", "timeout": "ran out of time",
+              "oom": "ran out of memory", "crash": "crashed", "missing": "never finished (the sandbox stopped)",
+              "skipped": "was not run"}
 
 
 def stage_failure(check_id: str, outcome: StageOutcome) -> CheckResult:

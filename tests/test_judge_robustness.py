@@ -135,3 +135,16 @@ def test_student_exception_shows_their_own_lines_only():
     assert check["details"] and all(line.startswith("line ") for line in check["details"]), check["details"]
     assert "out = weights @ v.T" in check["details"][-1]
     assert "probes.py" not in str(check), "the grader's own frames are not shown"
+
+
+def test_evaluation_without_a_trained_model_is_skipped_and_points_at_training():
+    forward = '    def forward(self, ids, mask=None, cache=None):\n'
+    broken = variant("lm", forward, forward + '        if self.training and torch.is_grad_enabled():\n'
+                                              '            raise RuntimeError("boom in training")\n')
+    report = grade_text(broken, only=["training", "evaluation"])
+    checks = by_id(report)
+    assert checks["training"]["status"] == "error" and "boom in training" in checks["training"]["message"]
+    assert checks["evaluation"]["status"] == "skipped", explain(report)
+    assert checks["evaluation"]["message"] == ("not run: it needs what training produces (training.run), which raised "
+                                               "an error; see training")
+    assert report["timings"]["stages"].get("evaluation.heldout", 0.0) == 0.0, "nothing to evaluate: not run at all"

@@ -265,7 +265,13 @@ def main(argv):
         wire.write_frame(channel, {"type": "stage_start", "stage": stage["key"]})
         with open(os.path.join(job_dir, "inputs", stage["key"] + ".safetensors"), "rb") as fh:
             inputs_blob = fh.read()
-        prev_blob = outputs.get(stage.get("input_from") or "")
+        source = stage.get("input_from")
+        if source and source not in outputs:  # e.g. evaluation without a trained model: nothing to run it on
+            wire.write_frame(channel, {"type": "stage_end", "stage": stage["key"], "status": "skipped",
+                                       "message": f"needs the output of {source}, which did not finish",
+                                       "duration_s": 0.0})
+            continue
+        prev_blob = outputs.get(source or "")
         header, blob = run_stage(stage, job_dir, probes, inputs_blob, prev_blob, max_blob)
         if header["status"] == "ok":
             outputs[stage["key"]] = blob

@@ -1,13 +1,21 @@
 """Benchmark: rescore 1000 stored results under a changed rubric, against the time to json-decode them.
 
-Run: .venv/bin/python bench/rescore.py [--n 1000] [--repeat 5]
+Run: .venv/bin/python bench/rescore.py [--n 1000] [--repeat 5] [--no-store]
+
+Then the same through the service's store, as `grader rescore` does it: 1000 results stored in SQLite (and in
+PostgreSQL when one answers, GRADER_TEST_PG), the rubric file changed, `store.rescore` timed with its commit.
 """
 import argparse
+import contextlib
 import gc
 import json
+import os
 import random
+import secrets
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 from rubric import DEFAULT_PATH, RubricError, load_rubric, parse_rubric, rescore, score
 from rubric.fixtures import make_report
@@ -65,10 +73,77 @@ def best_of(repeat: int, fn) -> float:
     return min(times)
 
 
+@contextlib.contextmanager
+def databases():
+    """(label, URL) of an empty SQLite file, then of a new PostgreSQL database when one answers; dropped after."""
+    with tempfile.TemporaryDirectory(prefix="grader-bench-rescore-") as tmp:
+        os.environ["GRADER_INSTANCE_PATH"] = str(Path(tmp) / "instance")
+        found, admin, name = [("SQLite", f"sqlite:///{tmp}/grader.sqlite")], None, None
+        try:
+            import psycopg
+            admin = psycopg.connect(os.environ.get("GRADER_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres"),
+                                    autocommit=True, connect_timeout=3)
+            name = f"grader_bench_rescore_{secrets.token_hex(4)}"
+            admin.execute(f'CREATE DATABASE "{name}"')
+            found.append(("PostgreSQL", admin.info.dsn.rsplit("dbname=", 1)[0].strip() and
+                          f"postgresql://{admin.info.user}@{admin.info.host}:{admin.info.port}/{name}"))
+        except Exception as exc:  # no server, no driver: SQLite alone
+            print(f"  (PostgreSQL not measured: {exc})")
+        try:
+            yield found
+        finally:
+            if admin is not None and name is not None:
+                admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (name,))
+                admin.execute(f'DROP DATABASE IF EXISTS "{name}"')
+                admin.close()
+
+
+def through_the_store(url: str, stored: list[str], new_rubric_path: Path) -> tuple[float, int, int]:
+    """Store the results (scored under the packaged rubric), change the rubric file, time store.rescore + commit."""
+    import rubric.load
+    from grader.app import create_app, scoring, store
+    from grader.app.db import get_db
+    from grader.app.models import Result, Submission, utcnow
+    app = create_app({"DATABASE_URL": url, "BROKER_URL": "memory://", "SECRET_KEY": "bench"})
+    db = get_db(app)
+    try:
+        scoring.reload_rubric()
+        with db.session() as s:
+            assignment = store.create_assignment(s, "bench", title="Bench")
+            students = [store.add_student(s, f"s{k:04d}") for k in range(len(stored) // 5 or 1)]
+            for k, text in enumerate(stored):
+                record = json.loads(text)
+                sub = Submission(assignment_id=assignment.id, student_id=students[k % len(students)].id,
+                                 filename="sub.py", sha256=f"{k:064x}", size=1, content=b"x", track="lm",
+                                 status="done", request=1, attempts=1, manual=record["manual"], created_at=utcnow())
+                s.add(sub)
+                s.flush()
+                result = Result(submission_id=sub.id, request=1, attempt=1, report=record["report"])
+                s.add(result)
+                s.flush()
+                store.score_result(s, result)
+        saved = rubric.load.DEFAULT_PATH
+        rubric.load.DEFAULT_PATH = new_rubric_path  # the instructor edits the rubric file
+        try:
+            with db.session() as s:
+                start = time.perf_counter()
+                summary = store.rescore(s)
+                s.commit()
+                took = time.perf_counter() - start
+        finally:
+            rubric.load.DEFAULT_PATH = saved
+            scoring.reload_rubric()
+        totals = sum(1 for c in summary["changed"] if c["before"] != c["after"])
+        return took, summary["rescored"], totals
+    finally:
+        db.engine.dispose()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--no-store", action="store_true", help="only the in-memory rescoring")
     args = parser.parse_args()
     try:
         old = load_rubric()
@@ -98,6 +173,18 @@ def main() -> int:
           f"({scores / args.n * 1e6:.0f} us per result)")
     print(f"  decode + score + item-by-item diff    {full * 1e3:8.1f} ms   {full / decode:5.2f}x baseline  "
           f"({full / args.n * 1e6:.0f} us per result)")
+    if args.no_store:
+        return 0
+    with tempfile.TemporaryDirectory() as tmp:
+        new_path = Path(tmp) / "capstone.toml"
+        new_path.write_text(text.replace('metric = "loss_ratio", full = 0.5', 'metric = "loss_ratio", full = 0.3')
+                            .replace(f'version = "{old.version}"', 'version = "bench.2"'))
+        print(f"through the store (grader rescore: read every result, score, store the new score, commit; once):")
+        with databases() as found:
+            for label, url in found:
+                took, count, changed = through_the_store(url, stored, new_path)
+                print(f"  {label:<12} {count} results rescored in {took:6.2f} s ({took / count * 1e3:.2f} ms per "
+                      f"result), {changed} totals changed")
     return 0
 
 

@@ -299,23 +299,39 @@ def score_of(s: Session, result: Result, rubric_version: str | None = None) -> S
     return s.scalar(q.order_by(Score.id.desc()).limit(1))
 
 
-def score_result(s: Session, result: Result, rubric=None) -> Score | None:
+def score_result(s: Session, result: Result, rubric=None, stored: list | None = None) -> Score | None:
     """Compute and store (or replace) the result's score under the current rubric; None without a rubric.
 
     The score is a function of stored data only: the report, the manual grades and the upload time (late penalty).
+    stored: the result's Score rows, oldest first, when the caller loaded them (rescore: one query for all, and
+    one flush at the end).
     """
     sub = s.get(Submission, result.submission_id)
     scored = scoring.compute(result.report, sub.manual, rubric, submitted_at=sub.created_at)
     if scored is None:
         return None
     version = str(scored.get("rubric_version"))
-    row = score_of(s, result, version)
+    if stored is None:
+        row = score_of(s, result, version)
+    else:
+        row = next((r for r in reversed(stored) if r.rubric_version == version), None)
     if row is None:
         row = Score(result_id=result.id, rubric_version=version)
         s.add(row)
     row.score, row.total, row.max, row.created_at = scored, float(scored["total"]), float(scored["max"]), utcnow()
-    s.flush()
+    if stored is None:
+        s.flush()
     return row
+
+
+def scores_by_result(s: Session, result_ids: list[int]) -> dict[int, list[Score]]:
+    """Every stored Score of these results, oldest first, in a few queries (not one per result)."""
+    found: dict[int, list[Score]] = {}
+    for start in range(0, len(result_ids), 500):  # bounded IN lists
+        chunk = result_ids[start:start + 500]
+        for row in s.scalars(select(Score).where(Score.result_id.in_(chunk)).order_by(Score.id)):
+            found.setdefault(row.result_id, []).append(row)
+    return found
 
 
 def set_manual(s: Session, sub: Submission, grades: dict) -> Score | None:
@@ -336,15 +352,19 @@ def rescore(s: Session, assignment: Assignment | None = None) -> dict:
     q = select(Result, Submission).join(Submission, Submission.id == Result.submission_id)
     if assignment is not None:
         q = q.where(Submission.assignment_id == assignment.id)
+    rows = s.execute(q.order_by(Result.id)).all()
+    stored = scores_by_result(s, [result.id for result, _ in rows])
     changed, count = [], 0
-    for result, sub in s.execute(q.order_by(Result.id)).all():
-        before = score_of(s, result)
-        after = score_result(s, result, rubric)
+    for result, sub in rows:
+        mine = stored.get(result.id, [])
+        # What the newest score said, read before it may be updated in place (same rubric version).
+        before = (mine[-1].total, mine[-1].rubric_version, mine[-1].score) if mine else None
+        after = score_result(s, result, rubric, stored=mine)
         count += 1
-        if before is not None and (before.total != after.total or before.rubric_version != after.rubric_version):
-            changed.append({"submission": sub.id, "request": result.request, "before": before.total,
-                            "after": after.total, "rubric_before": before.rubric_version,
-                            "diff": scoring.diff(before.score, after.score)})
+        if before is not None and (before[0] != after.total or before[1] != after.rubric_version):
+            changed.append({"submission": sub.id, "request": result.request, "before": before[0],
+                            "after": after.total, "rubric_before": before[1],
+                            "diff": scoring.diff(before[2], after.score)})
     s.flush()
     return {"rubric_version": str(rubric.version), "rescored": count, "changed": changed}
 

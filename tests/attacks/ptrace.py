@@ -1,4 +1,4 @@
-"""ptrace and friends against the harness: attach, seize, read its memory and fds; raises with what succeeded."""
+"""ptrace and friends against the harness: attach, seize, read and write its memory, open its fds; raises with what succeeded."""
 EXPECT = {"attention_sdpa": "error"}
 EXPECT_MESSAGE = {"attention_sdpa": "succeeded []"}
 import ctypes as _ctypes
@@ -26,6 +26,9 @@ def attention(q, k, v, mask=None):
         remote = _IoVec(0x400000, 64)
         results[f"process_vm_readv {target}"] = libc.process_vm_readv(target, _ctypes.byref(local), 1,
                                                                       _ctypes.byref(remote), 1, 0) > 0
+        # Writing into the harness would forge its results: seccomp refuses it as it refuses the read.
+        results[f"process_vm_writev {target}"] = libc.process_vm_writev(target, _ctypes.byref(local), 1,
+                                                                        _ctypes.byref(remote), 1, 0) > 0
         for path in (f"/proc/{target}/mem", f"/proc/{target}/environ", f"/proc/{target}/fd/3"):
             try:
                 with open(path, "rb") as fh:

@@ -1,4 +1,5 @@
-"""The process backend's layers, each on its own: seccomp, cgroup, the uid pool, and the fallback without bwrap."""
+"""The process backend's layers, each on its own: seccomp, cgroup, the uid pool, and the fallback without bwrap;
+and the limits student code runs under, on both backends."""
 import os
 import subprocess
 import sys
@@ -11,9 +12,15 @@ import pytest
 from grader.sandbox import seccomp
 from grader.sandbox.cgroup import CgroupUnavailable, RunCgroup
 from grader.sandbox.uids import lease_uid
-from test_sandbox_support import layer_missing
+from test_sandbox_support import backend_params, layer_missing, require_backend
 
-ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="the hardened layers need root")
+
+
+@pytest.fixture
+def as_root():
+    """The hardened layers (uid pool, cgroup) need root: a skip locally, a failure in CI (which runs as root)."""
+    if os.geteuid() != 0:
+        layer_missing("the uid pool and the cgroup need root")
 
 
 def in_seccomp_child(code: str) -> subprocess.CompletedProcess:
@@ -106,8 +113,7 @@ def test_cgroup_kill_takes_processes_that_left_the_session():
     assert not any(d.exists() for d in cg.dirs.values()), "the run's cgroup is removed"
 
 
-@ROOT_ONLY
-def test_uid_leases_are_exclusive():
+def test_uid_leases_are_exclusive(as_root):
     seen, barrier = [], threading.Barrier(3)
 
     def hold():
@@ -122,8 +128,7 @@ def test_uid_leases_are_exclusive():
     assert len(set(seen)) == 3, f"concurrent runs got uids {seen}"
 
 
-@ROOT_ONLY
-def test_run_records_every_layer(tmp_path):
+def test_run_records_every_layer(tmp_path, as_root):
     from grader.judge import Options, grade_file
     from test_sandbox_support import Recorder
     recorder = Recorder("process")
@@ -134,13 +139,57 @@ def test_run_records_every_layer(tmp_path):
     assert "[sandbox] uid=" in recorder.runs[0].log
 
 
+LIMITS_PROBE = '''TRACK = "lm"
+import os as _os
+import resource as _r
+import sys as _sys
+
+
+def split_heads(x, n_heads):
+    got = {n: _r.getrlimit(getattr(_r, "RLIMIT_" + n)) for n in ("CPU", "NPROC", "FSIZE", "NOFILE", "CORE", "AS")}
+    raise RuntimeError(f"probe {got} isolated={_sys.flags.isolated} uid={_os.getuid()} env={sorted(_os.environ)}")
+
+
+def merge_heads(x):
+    return x
+'''
+
+
+@pytest.mark.parametrize("backend", backend_params())
+def test_student_code_runs_under_the_rlimits_in_isolated_python_with_an_empty_environment(backend):
+    import ast
+    import re
+    from grader.judge import Options, grade_bytes
+    from grader.sandbox import Limits
+    from grader.harness.main import LOG_LIMIT
+    require_backend(backend)
+    report = grade_bytes(LIMITS_PROBE.encode(), "probe.py", Options(only=("split_heads",), backend=backend))
+    message = report["checks"][0]["message"]
+    found = re.search(r"probe (\{.*\}) isolated=(\d) uid=(\d+) env=(\[.*\])", message)
+    assert found, message
+    got, isolated, uid, env = ast.literal_eval(found[1]), int(found[2]), int(found[3]), ast.literal_eval(found[4])
+    limits, budget = Limits(), int(Limits().stage_s)
+    assert got["CPU"] == (budget + 2, budget + 3), "CPU seconds: the check's budget and a little"
+    if backend == "process":  # docker caps processes with the container's pids limit (its cgroup) instead
+        assert got["NPROC"] == (limits.pids, limits.pids)
+    assert got["NOFILE"] == (limits.files, limits.files)
+    assert got["FSIZE"] == (LOG_LIMIT, LOG_LIMIT) and got["CORE"] == (0, 0)
+    assert 0 < got["AS"][0] < 1 << 40, "the address space is capped"
+    assert isolated == 1, "python -I: no user site, no PYTHON* variables, no script directory on sys.path"
+    # docker adds HOSTNAME ("sandbox") and the runner image's own PYTHONDONTWRITEBYTECODE (ignored under -I);
+    # nothing of the grader's environment gets in
+    assert set(env) <= {"HOME", "LANG", "MKL_NUM_THREADS", "OMP_NUM_THREADS", "PATH", "PWD", "TMPDIR", "HOSTNAME",
+                        "PYTHONDONTWRITEBYTECODE"}, env
+    if os.geteuid() == 0:
+        assert uid != 0, "student code never runs as root"
+
+
 FALLBACK_ATTACKS = ["connect_local", "daemon", "environment_canary", "fork_bomb", "ptrace"]
 
 
-@ROOT_ONLY
 @pytest.mark.slow
 @pytest.mark.parametrize("attack", FALLBACK_ATTACKS)
-def test_without_bwrap_attack_is_still_contained(attack, attack_env):
+def test_without_bwrap_attack_is_still_contained(attack, attack_env, as_root):
     """Where bwrap does not work (a default Docker container), seccomp, the uid and the cgroup still hold."""
     from test_attacks import ATTACKS_DIR, CHECKS, LIMITS, REFERENCE, metadata
     from grader.judge import Options, grade_bytes

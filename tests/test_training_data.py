@@ -95,3 +95,34 @@ def test_baselines_are_ordered_as_information_says():
     uni = float(-unigram_logprobs(corpus.ids("train"), corpus.vocab.size)[test[:, 1:]].mean())
     bi = bigram_ce(corpus.ids("train"), test, corpus.vocab.size)
     assert corpus.oracle["test"] < bi < uni, (corpus.oracle["test"], bi, uni)
+
+
+def test_the_training_loop_leaves_padding_out_of_the_loss():
+    """The loop's first loss is the mean over real target positions only, on batches that do hold padding."""
+    import copy
+    import importlib.util
+
+    import torch.nn.functional as F
+
+    from conftest import REFERENCES
+    from grader.checks import training
+    from grader.checks.base import Context
+    from grader.harness import probes
+    from grader.source import read_source
+    ctx = Context(0, read_source(REFERENCES["reverse"].read_bytes()))
+    data, params = training.train_inputs(ctx), training.train_params(ctx, steps=1)
+    spec = importlib.util.spec_from_file_location("reference_reverse", REFERENCES["reverse"])
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    torch.manual_seed(0)
+    model = module.build_model(dict(params["config"]))
+    before = copy.deepcopy(model).train()
+    losses = probes.train_loop(model, "reverse", data, params)[0]
+    logits, targets = probes.train_logits(before, "reverse", data, data["batches"][0])
+    real = targets != PAD
+    assert (~real).any(), "the first batch has padded targets, so the test can tell the two apart"
+    per_position = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), targets.reshape(-1), reduction="none")
+    real_mean, all_mean = float(per_position[real.reshape(-1)].mean()), float(per_position.mean())
+    # An untrained model's losses are all near log V: the two means differ little, but far more than the tolerance.
+    assert abs(all_mean - real_mean) > 10 * 1e-5 * real_mean, (all_mean, real_mean)
+    assert float(losses[0]) == pytest.approx(real_mean, rel=1e-5)

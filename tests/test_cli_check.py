@@ -33,6 +33,28 @@ def test_table_without_colour_when_not_a_terminal():
 
 
 @pytest.mark.slow
+def test_table_in_colour_on_a_terminal():
+    import os
+    import pty
+    master, terminal = pty.openpty()
+    proc = subprocess.Popen([*GRADER, "check", str(REFERENCES["lm"]), "--only", "split_heads"], cwd=ROOT,
+                            stdin=subprocess.DEVNULL, stdout=terminal, stderr=subprocess.PIPE)
+    os.close(terminal)
+    out = b""
+    while True:  # read while it writes: a full terminal buffer would block it
+        try:
+            chunk = os.read(master, 1 << 16)
+        except OSError:  # EIO: the other end closed
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(master)
+    assert proc.wait(300) == 0, proc.stderr.read()
+    assert b"\x1b[32m\x1b[1mpass" in out, out[-500:]  # green, bold
+
+
+@pytest.mark.slow
 def test_failing_submission_still_exits_zero(tmp_path):
     bad = tmp_path / "bad.py"
     bad.write_text('TRACK = "lm"\ndef split_heads(x, h):\n    return x\n')

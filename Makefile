@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 # can run it wherever the repository lives (a checkout under a 0700 directory is unreachable for them).
 RUNNER := /opt/transformer-grader/runner
 
-.PHONY: setup test run stop system-deps images compose-up compose-down compose-test clean
+.PHONY: setup test test-deps run stop system-deps images compose-up compose-down compose-test clean
 
 setup: system-deps $(VENV)/.installed $(if $(filter 0,$(shell id -u)),$(RUNNER)/.installed)
 
@@ -24,8 +24,12 @@ $(RUNNER)/.installed:
 	chmod -R a+rX $(dir $(RUNNER))
 	touch $@
 
-test: setup
+# The whole suite, with what it needs installed first (as root: scripts/install-test-deps.sh; idempotent).
+test: setup test-deps
 	$(BIN)/pytest -q -rs
+
+test-deps: setup
+	scripts/install-test-deps.sh
 
 # The service on this machine without Docker: SQLite, a local Redis, the process sandbox, the web and a
 # worker in the background, the two reference solutions graded through the API. `make stop` stops it.

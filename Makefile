@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 # can run it wherever the repository lives (a checkout under a 0700 directory is unreachable for them).
 RUNNER := /opt/transformer-grader/runner
 
-.PHONY: setup test test-deps run stop system-deps images compose-up compose-down compose-test clean
+.PHONY: setup test test-deps screenshots run stop system-deps images compose-up compose-down compose-test clean
 
 setup: system-deps $(VENV)/.installed $(if $(filter 0,$(shell id -u)),$(RUNNER)/.installed)
 
@@ -30,6 +30,11 @@ test: setup test-deps
 
 test-deps: setup
 	scripts/install-test-deps.sh
+
+# The browser tests take the screenshots docs/web.md shows (into tests/artifacts/); this refreshes the copies.
+screenshots: setup test-deps
+	$(BIN)/pytest -q tests/web/test_web_browser.py
+	cp tests/artifacts/web_result.png tests/artifacts/web_dashboard.png docs/screenshots/
 
 # The service on this machine without Docker: SQLite, a local Redis, the process sandbox, the web and a
 # worker in the background, the two reference solutions graded through the API. `make stop` stops it.

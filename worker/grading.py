@@ -7,6 +7,7 @@ import threading
 import time
 from dataclasses import dataclass
 
+from celery.exceptions import SoftTimeLimitExceeded
 from sqlalchemy.exc import DBAPIError
 
 from grader.app import jobs, store
@@ -116,10 +117,14 @@ def grade(app, submission_id: int, task_id: str | None = None, judge=None) -> Ou
     try:
         report = judge(c.content, c.filename, options, beat.on_event)
         problem = infrastructure_problem(report)
+    except SoftTimeLimitExceeded:  # the sandbox went with it (the judge closes it on the way out)
+        log.warning("submission %s: stopped by the task's time limit", submission_id)
+        problem = (f"the grading ran past the task's time limit ({cfg['TASK_SOFT_TIME_LIMIT_S']:g} s, "
+                   f"TASK_SOFT_TIME_LIMIT_S) and was stopped")
     except Exception as exc:  # the judge turns student failures into results; anything raised is ours
         log.exception("submission %s: grading raised", submission_id)
         problem = f"{type(exc).__name__}: {exc}"[:2000]
-    except BaseException as exc:  # SoftTimeLimitExceeded and the like: release, then let Celery see it
+    except BaseException as exc:  # SystemExit, KeyboardInterrupt (a worker shutting down): release, then re-raise
         beat.stop()
         stopped = f"{type(exc).__name__}: the job was stopped"
         _with_db_retries(lambda: _release(db, c, stopped, 0.0, cfg))

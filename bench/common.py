@@ -8,8 +8,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+# The repository (grader, tests.service's cluster helpers) and tests/ itself, as pytest sees it (tests/ci.py).
+for path in (ROOT, ROOT / "tests"):
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))
 
 SUBMISSIONS = {"reference_lm": ROOT / "submissions" / "reference_lm.py",
                "reference_reverse": ROOT / "submissions" / "reference_reverse.py",

@@ -318,6 +318,18 @@ _no_grad = torch.no_grad
 from time import perf_counter as _perf_counter, process_time as _process_time  # noqa: E402  (used below only)
 
 
+def warm_up_training() -> None:
+    """One tiny step of the training loop here in the harness, before any fork: the first optimizer step in a
+    process imports some 800 modules (about 2 s), which every training stage's child would otherwise pay again."""
+    weight = torch.nn.Parameter(torch.zeros(2, 3))
+    opt = _AdamW([weight], lr=1e-3)
+    loss = _cross_entropy(weight, torch.tensor([0, 2]), ignore_index=1)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    _clip_grad_norm([weight], 1.0)
+    opt.step()
+
+
 def build_float32(module, params):
     """Build the training model from its config under the judge's seed, in float32 with the default dtype."""
     _set_default_dtype(torch.float32)

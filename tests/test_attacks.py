@@ -244,7 +244,10 @@ def _disk_capped(g, env):
 def _output_bounded(g, env):
     check = checks(g)["attention_sdpa"]
     assert "FLOOD" in check["stdout"], "the start of what the student printed is shown to them"
-    assert len(check["stdout"]) <= 2000, f"{len(check['stdout'])} characters of stdout in the report"
+    shown, _, marker = check["stdout"].rpartition("\n[output truncated: ")
+    assert len(shown) <= 2000, f"{len(shown)} characters of stdout in the report"
+    # the flood stops at the file-size cap (16 MiB), and the report says how much there was
+    assert marker.startswith(f"the check printed {16 << 20} bytes; the first 2000 characters are shown]"), marker
 
 
 def _memory_cap_held(g, env):

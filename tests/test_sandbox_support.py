@@ -121,15 +121,20 @@ def leftovers(backend: str, run, job_dir: Path, ended: float | None = None) -> l
     return left
 
 
-def test_docker_tests_fail_rather_than_skip_in_ci(monkeypatch):
+@pytest.mark.parametrize("ci", ["true", "1", "yes", "TRUE"])
+def test_docker_tests_fail_rather_than_skip_in_ci(monkeypatch, ci):
     monkeypatch.setattr(docker_backend, "engine_answers", lambda *a, **k: "no docker engine answers: test")
-    monkeypatch.setenv("CI", "true")
-    with pytest.raises(pytest.fail.Exception, match="CI must test the docker backend"):
+    monkeypatch.setenv("CI", ci)
+    with pytest.raises(pytest.fail.Exception, match="CI must run this test, but the docker backend is unavailable"):
         require_backend("docker")
 
 
-def test_docker_tests_skip_with_a_reason_locally(monkeypatch):
+@pytest.mark.parametrize("ci", [None, "", "0", "false"])
+def test_docker_tests_skip_with_a_reason_locally(monkeypatch, ci):
     monkeypatch.setattr(docker_backend, "engine_answers", lambda *a, **k: "no docker engine answers: test")
-    monkeypatch.delenv("CI", raising=False)
-    with pytest.raises(pytest.skip.Exception, match="docker backend unavailable: no docker engine answers"):
+    if ci is None:
+        monkeypatch.delenv("CI", raising=False)
+    else:
+        monkeypatch.setenv("CI", ci)
+    with pytest.raises(pytest.skip.Exception, match="docker backend is unavailable: no docker engine answers"):
         require_backend("docker")

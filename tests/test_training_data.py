@@ -121,7 +121,8 @@ def test_the_training_loop_leaves_padding_out_of_the_loss():
     logits, targets = probes.train_logits(before, "reverse", data, data["batches"][0])
     real = targets != PAD
     assert (~real).any(), "the first batch has padded targets, so the test can tell the two apart"
-    per_position = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), targets.reshape(-1), reduction="none")
+    per_position = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), targets.reshape(-1),
+                                   reduction="none").detach()
     real_mean, all_mean = float(per_position[real.reshape(-1)].mean()), float(per_position.mean())
     # An untrained model's losses are all near log V: the two means differ little, but far more than the tolerance.
     assert abs(all_mean - real_mean) > 10 * 1e-5 * real_mean, (all_mean, real_mean)

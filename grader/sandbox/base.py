@@ -3,6 +3,7 @@ import os
 import shutil
 import tempfile
 import threading
+import time
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -94,6 +95,16 @@ class FrameCollector:
     def join(self, timeout=None):
         """Wait for the stream to close."""
         self.thread.join(timeout)
+
+
+def wait_for_hello(collector: FrameCollector, timeout_s: float, waiting) -> bool:
+    """Poll until the harness has said hello (torch imported); False once waiting() is false or the time runs out."""
+    deadline = time.monotonic() + timeout_s
+    while collector.hello_at is None:
+        if not waiting() or time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
 
 
 HARNESS_DIR = Path(__file__).resolve().parent.parent / "harness"

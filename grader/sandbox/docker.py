@@ -21,7 +21,7 @@ import time
 import uuid
 from pathlib import Path
 
-from .base import FrameCollector, Limits, Prepared, Sandbox, SandboxRun, new_job_dir
+from .base import FrameCollector, Limits, Prepared, Sandbox, SandboxRun, new_job_dir, wait_for_hello
 
 DEFAULT_IMAGE = "grader-runner:latest"
 SANDBOX_UID = 10001  # the image's `sandbox` user
@@ -360,12 +360,7 @@ class DockerStartedAhead(Prepared):
 
     def wait_ready(self, timeout_s: float = 60.0) -> bool:
         """Until the harness has said hello (torch imported); False if it died or the time ran out."""
-        deadline = time.monotonic() + timeout_s
-        while self.collector.hello_at is None:
-            if self.ran or not self.collector.thread.is_alive() or time.monotonic() > deadline:
-                return False
-            time.sleep(0.02)
-        return True
+        return wait_for_hello(self.collector, timeout_s, lambda: not self.ran and self.collector.thread.is_alive())
 
     def run(self, wall_s: float, on_frame=None) -> SandboxRun:
         """Copy the job in, give the go; the wall-clock budget counts from the go."""

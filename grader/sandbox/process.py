@@ -19,7 +19,7 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from . import bwrap, seccomp
-from .base import FrameCollector, Limits, Prepared, Sandbox, SandboxRun, new_job_dir
+from .base import FrameCollector, Limits, Prepared, Sandbox, SandboxRun, new_job_dir, wait_for_hello
 from .cgroup import CgroupUnavailable, RunCgroup
 from .runner import check_reachable, runner_python
 from .uids import lease_uid
@@ -335,12 +335,7 @@ class StartedAhead(Prepared):
 
     def wait_ready(self, timeout_s: float = 60.0) -> bool:
         """Until the harness has said hello (torch imported); False if it died or the time ran out."""
-        deadline = time.monotonic() + timeout_s
-        while self.running.collector.hello_at is None:
-            if not self.alive() or time.monotonic() > deadline:
-                return False
-            time.sleep(0.02)
-        return True
+        return wait_for_hello(self.running.collector, timeout_s, self.alive)
 
     def run(self, wall_s: float, on_frame=None) -> SandboxRun:
         """Give the go; the wall-clock budget counts from now."""

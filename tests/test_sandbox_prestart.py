@@ -24,6 +24,7 @@ from grader.source import read_source
 from test_known_bad import KNOWN_BAD
 from conftest import REFERENCES, ROOT
 from test_sandbox_support import backend_params, leftovers, require_backend
+from test_sandbox_support import docker_leftovers as support_docker_leftovers
 
 pytestmark = pytest.mark.slow
 CORRECTNESS = Options(skip=("training", "evaluation"), backend="process")
@@ -61,19 +62,7 @@ def wait_for_hello(prepared) -> None:
 
 def docker_leftovers(prepared) -> list[str]:
     """The container and volume of a docker sandbox started ahead, if either is still there."""
-    import docker
-    client = docker.from_env()
-    left = []
-    try:
-        for kind, ident in (("container", prepared.ident), ("volume", prepared.layers.get("volume"))):
-            try:
-                (client.containers if kind == "container" else client.volumes).get(ident)
-                left.append(f"{kind} {ident[:12]}")
-            except docker.errors.NotFound:
-                pass
-    finally:
-        client.close()
-    return left
+    return support_docker_leftovers(prepared.ident, prepared.layers.get("volume"))
 
 
 def gone(prepared, timeout_s: float = 10.0) -> list[str]:

@@ -101,23 +101,26 @@ def leftovers(backend: str, run, job_dir: Path, ended: float | None = None) -> l
         if unified.is_dir():
             left += [f"cgroup {d}" for d in unified.glob(f"run-{os.getpid()}-*")]
     else:
-        import docker
-        client = docker.from_env()
-        try:
+        left += docker_leftovers(run.ident, run.layers.get("volume"))
+    return left
+
+
+def docker_leftovers(container: str, volume: str | None) -> list[str]:
+    """The container and its volume, if either is still on the engine."""
+    import docker
+    client = docker.from_env()
+    left = []
+    try:
+        for kind, ident in (("container", container), ("volume", volume)):
+            if not ident:
+                continue
             try:
-                client.containers.get(run.ident)
-                left.append(f"container {run.ident[:12]}")
+                (client.containers if kind == "container" else client.volumes).get(ident)
+                left.append(f"{kind} {ident[:12]}")
             except docker.errors.NotFound:
                 pass
-            volume = run.layers.get("volume")
-            if volume:
-                try:
-                    client.volumes.get(volume)
-                    left.append(f"volume {volume[:12]}")
-                except docker.errors.NotFound:
-                    pass
-        finally:
-            client.close()
+    finally:
+        client.close()
     return left
 
 

@@ -11,6 +11,7 @@ from . import CONTRACT_VERSION, __version__
 from .checks import ALL_IDS, CHECKS
 from .checks.base import Context
 from .configs import DEFAULT_SEED
+from .frames import STAGE_END, hello_fields, plain, stage_end_problem
 from .results import STATUSES, CheckResult, StageOutcome
 from .sandbox import Limits, Sandbox, make_sandbox
 from .source import Rejected, read_source
@@ -123,11 +124,15 @@ def run_stages(text: str, stages, options: Options, sandbox: Sandbox | None, on_
 def collect(run, stages) -> dict:
     """StageOutcomes from the frames; a stage with no frame is 'missing' with the reason."""
     outcomes, started = {}, set()
+    probes = {s.key: s.probe for s in stages}
     for header, blob in run.frames:
+        stage = header.get("stage")
+        if not isinstance(stage, str) or stage not in probes:
+            continue  # a stage the judge did not ask for (or not even a name): nothing of it is read
         if header.get("type") == "stage_start":
-            started.add(header.get("stage"))
-        if header.get("type") == "stage_end" and header.get("stage") in {s.key for s in stages}:
-            outcomes[header["stage"]] = outcome_from(header, blob)
+            started.add(stage)
+        if header.get("type") == "stage_end" and stage not in outcomes:
+            outcomes[stage] = outcome_from(header, blob, probes[stage])
     for stage in stages:
         if stage.key in outcomes:
             continue
@@ -144,21 +149,22 @@ def collect(run, stages) -> dict:
 
 
 def _text(value, limit=2000) -> str:
-    return value[:limit] if isinstance(value, str) else ""
+    return plain(value, limit) if isinstance(value, str) else ""
 
 
-def outcome_from(header: dict, blob: bytes) -> StageOutcome:
-    """One stage_end frame, with every field checked before it is trusted."""
-    status = header.get("status") if header.get("status") in STAGE_STATUSES else "crash"
-    tb = header.get("traceback")
+def outcome_from(header: dict, blob: bytes, probe: str = "") -> StageOutcome:
+    """One stage_end frame, every field checked against its schema (grader.frames) before it is trusted."""
+    problem = stage_end_problem(header, probe)
+    if problem:  # the student's process sent it: that check's failure, never the judge's exception
+        return StageOutcome(stage=header["stage"], status="invalid", message=f"the sandbox's result for this check "
+                            f"was refused: {problem}; nothing it claimed was used")
+    tb = header.get("traceback", [])
     outcome = StageOutcome(
-        stage=header["stage"], status=status, message=_text(header.get("message")),
-        facts=header.get("facts") if isinstance(header.get("facts"), dict) else {},
-        traceback=[_text(t, 300) for t in tb[:8]] if isinstance(tb, list) else [],
+        stage=header["stage"], status=header["status"], message=_text(header.get("message"), 1000),
+        facts=header.get("facts", {}), traceback=[_text(t, 300) for t in tb[-8:]],
         phase=_text(header.get("phase"), 20), stdout=_text(header.get("stdout")),
-        duration_s=float(header["duration_s"]) if isinstance(header.get("duration_s"), (int, float)) else 0.0,
-        stdout_bytes=int(header["stdout_bytes"]) if isinstance(header.get("stdout_bytes"), int) else 0)
-    if status == "ok":
+        duration_s=float(header.get("duration_s", 0.0)), stdout_bytes=int(header.get("stdout_bytes", 0)))
+    if outcome.status == "ok":
         try:
             outcome.tensors = decode_tensors(blob)
         except BadTensors as exc:
@@ -218,7 +224,8 @@ def skipped(check_id: str, source: str, outcomes: dict) -> CheckResult:
 
 UNFINISHED = {"error": "raised an error", "violation": "broke the contract", "timeout": "ran out of time",
               "oom": "ran out of memory", "crash": "crashed", "missing": "never finished (the sandbox stopped)",
-              "skipped": "was not run"}
+              "skipped": "was not run",
+              "invalid": "sent results that broke their schema"}
 
 
 def stage_failure(check_id: str, outcome: StageOutcome) -> CheckResult:
@@ -230,13 +237,17 @@ def stage_failure(check_id: str, outcome: StageOutcome) -> CheckResult:
         return CheckResult(check_id, "error", f"{where} raised {outcome.message}", details=outcome.traceback)
     if outcome.status == "missing":
         return CheckResult(check_id, "crash", outcome.message)
+    if outcome.status == "invalid":
+        return CheckResult(check_id, "error", outcome.message)
     return CheckResult(check_id, outcome.status, outcome.message)
 
 
 def run_summary(run, options: Options) -> dict:
     """Environment, sandbox and timing facts for the report."""
-    hello = next((h for h, _ in run.frames if h.get("type") == "hello"), {})
-    stages = {h["stage"]: h.get("duration_s") for h, _ in run.frames if h.get("type") == "stage_end" and "stage" in h}
+    hello = hello_fields(next((h for h, _ in run.frames if h.get("type") == "hello"), {}))
+    stages = {h["stage"]: h.get("duration_s") for h, _ in run.frames if h.get("type") == "stage_end"
+              and isinstance(h.get("stage"), str) and len(h["stage"]) <= 200
+              and not STAGE_END["duration_s"].problem(h.get("duration_s"), "duration_s")}
     import_s = hello.get("import_s") if isinstance(hello.get("import_s"), (int, float)) else None
     start_s = round(run.hello_at_s - import_s, 3) if run.hello_at_s is not None and import_s is not None else None
     # started ahead: up to ahead_s of the start and import happened before the job arrived, off sandbox_s

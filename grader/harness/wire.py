@@ -54,6 +54,8 @@ class FrameReader:
                 header = json.loads(bytes(self.buffer[HEAD.size:HEAD.size + hlen]))
             except ValueError as exc:
                 raise FrameError(f"frame header is not JSON: {exc}") from None
+            except RecursionError:  # json nests by recursion: a header nested ~1000 deep must not take the reader down
+                raise FrameError("frame header is nested too deeply") from None
             if not isinstance(header, dict):
                 raise FrameError("frame header is not an object")
             frames.append((header, bytes(self.buffer[HEAD.size + hlen:end])))

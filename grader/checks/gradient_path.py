@@ -1,9 +1,11 @@
 """gradient_path: one backward pass reaches every trainable parameter with a finite, nonzero gradient."""
 import torch
 
+from ..compare import shape_problem
 from ..configs import check_config
 from .base import Stage, Verdict
 from .batches import model_batch
+from .sensitivity import independent, other_tokens
 
 ID = "gradient_path"
 NEEDS_TRACK = True
@@ -16,17 +18,24 @@ def plan(ctx):
     """A batch and a random weighting of the logits, so the loss touches every output."""
     gen = ctx.generator(ID)
     inputs = model_batch(ctx, gen, B, T)
+    # a second batch with every ordinary token changed: the logits must move (a constant model earns nothing)
+    inputs.update({f"{k}_other": other_tokens(ctx, inputs[k]) for k in ("ids", "src", "tgt") if k in inputs})
     inputs["weight"] = torch.randn(B, T, check_config(ctx.track)["vocab_size"], generator=gen, dtype=torch.float64)
     return [Stage(ID, "gradient", inputs, ctx.model_params())]
 
 
 def verdict(ctx, stages, outcomes):
-    """Name every parameter that got no gradient, a non-finite one, or only zeros."""
+    """The logits depend on the input; then name every parameter that got no gradient, a non-finite one, or only zeros."""
     out = outcomes[ID]
     trainable, no_grad = out.facts.get("trainable"), out.facts.get("no_grad")
     v = Verdict(ID)
     if not isinstance(trainable, list) or not isinstance(no_grad, list):
         v.problem("the probe did not report the parameters (was it tampered with?)")
+        return v.result("")
+    logits, other = out.tensors.get("logits"), out.tensors.get("logits_other")
+    if v.problem(shape_problem(logits, tuple(stages[ID].inputs["weight"].shape), "the logits", "(B, T, V)")
+                 or shape_problem(other, tuple(logits.shape), "the logits on the second batch", "(B, T, V)")
+                 or independent(logits, other, "two batches that differ in every ordinary token")):
         return v.result("")
     if not trainable:
         v.problem("the model has no trainable parameters")

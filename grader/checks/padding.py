@@ -1,4 +1,4 @@
-"""padding: other IDs at padded positions, same mask, leave the outputs at real positions unchanged."""
+"""padding: other IDs at padded positions leave the real positions' outputs unchanged; other real tokens move them."""
 import torch
 
 from .. import tolerances as tol
@@ -6,6 +6,7 @@ from ..compare import mismatch, shape_problem
 from ..configs import SPECIAL, check_config
 from .base import Stage, Verdict
 from .batches import source_batch, target_batch
+from .sensitivity import independent, other_tokens, unmoved
 
 ID = "padding"
 NEEDS_TRACK = True
@@ -26,15 +27,18 @@ def plan(ctx):
         mask[2, 3:5] = False  # padding in the middle
         inputs = {"ids": ids.masked_fill(~mask, SPECIAL["pad_id"]), "mask": mask}
         inputs["ids_alt"] = torch.where(mask, ids, ctx.tokens(gen, B, T))
+        # other real tokens, pads unchanged: the real positions must move (a model that ignores the IDs earns nothing)
+        inputs["ids_real"] = other_tokens(ctx, inputs["ids"], keep=~mask)
     else:
         inputs = source_batch(ctx, gen, B, T - 1, [0, 3, 1])
         inputs["src_alt"] = torch.where(inputs["src_mask"], inputs["src"], ctx.tokens(gen, B, T - 1))
+        inputs["src_real"] = other_tokens(ctx, inputs["src"], keep=~inputs["src_mask"])
         inputs["tgt"] = target_batch(ctx, gen, B, T)
     return [Stage(ID, "padding", inputs, ctx.model_params())]
 
 
 def verdict(ctx, stages, outcomes):
-    """Compare at real positions only (outputs at padded queries are unspecified)."""
+    """Other real tokens move every real position; other pad IDs move none (padded queries are unspecified)."""
     inputs, out = stages[ID].inputs, outcomes[ID]
     vocab = check_config(ctx.track)["vocab_size"]
     v = Verdict(ID)
@@ -43,6 +47,13 @@ def verdict(ctx, stages, outcomes):
                  or shape_problem(other, (B, T, vocab), "the logits with other pad IDs", "(B, T, V)")):
         return v.result("")
     real = inputs["mask"] if ctx.track == "lm" else torch.ones(B, T, dtype=torch.bool)
+    moved = out.tensors.get("real")
+    what = "other real tokens (same padding)" if ctx.track == "lm" else "other real source tokens (same padding)"
+    if v.problem(shape_problem(moved, (B, T, vocab), "the logits with other real tokens", "(B, T, V)")
+                 or independent(base, moved, what)):
+        return v.result("")
+    if v.problem(unmoved(base, moved, real, what.replace("other", "changing the", 1))):
+        return v.result("")
     keep = real[..., None].expand_as(base)
     zero = torch.zeros((), dtype=base.dtype)
     miss = mismatch(torch.where(keep, other, zero), torch.where(keep, base, zero), axes=AXES, **tol.UNCHANGED)
@@ -55,4 +66,5 @@ def verdict(ctx, stages, outcomes):
     elif not torch.isfinite(torch.where(keep, base, zero)).all():
         v.problem("the logits at real positions contain NaN or infinity when padding is present")
     where = "right, left and middle padding" if ctx.track == "lm" else "padded sources"
-    return v.result(f"with {where}, other IDs at padded positions leave every real position's logits unchanged")
+    return v.result(f"with {where}, other IDs at padded positions leave every real position's logits unchanged, "
+                    "and other real tokens change them")

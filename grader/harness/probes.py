@@ -142,6 +142,11 @@ def forward(model, track, inputs, ids_key="ids", src_key="src"):
     return seq2seq_logits(model, inputs[src_key], inputs["src_mask"], inputs["tgt"])
 
 
+def swapped(inputs, suffix):
+    """The inputs with every tensor `name` replaced by `name + suffix` where the judge sent one (a second batch)."""
+    return {k: inputs.get(k + suffix, v) for k, v in inputs.items()}
+
+
 # ---- one probe per check -------------------------------------------------------------------------
 
 def probe_split_heads(module, inputs, params):
@@ -192,7 +197,9 @@ def probe_gradient(module, inputs, params):
         if tuple(logits.shape) != tuple(inputs["weight"].shape):
             raise Violation(f"logits have shape {tuple(logits.shape)}, expected {tuple(inputs['weight'].shape)} (B, T, V)")
         (logits * inputs["weight"]).sum().backward()
-        outputs, missing, trainable = {}, [], []
+        outputs, missing, trainable = {"logits": logits}, [], []
+        with torch.no_grad():  # the second batch: the judge checks the logits depend on the input
+            outputs["logits_other"] = forward(model, params["track"], swapped(inputs, "_other"))
         for name, p in model.named_parameters():
             if not p.requires_grad:
                 continue
@@ -205,22 +212,23 @@ def probe_gradient(module, inputs, params):
 
 
 def probe_causality(module, inputs, params):
-    """Logits for the base batch (twice) and for each batch with one changed token."""
+    """Per case (inputs `case/name`): logits for the base batch (the first case twice) and for each changed batch."""
     key = "ids" if params["track"] == "lm" else "tgt"
     outputs = {}
     with float64(), torch.no_grad():
         model = build(module, params)
-        outputs["base"] = forward(model, params["track"], inputs)
-        outputs["base_again"] = forward(model, params["track"], inputs)
-        for p in params["positions"]:
-            changed = dict(inputs)
-            changed[key] = inputs[f"{key}_{p}"]
-            outputs[f"changed_{p}"] = forward(model, params["track"], changed)
+        for n, case in enumerate(params["cases"]):
+            batch = {k[len(case) + 1:]: v for k, v in inputs.items() if k.startswith(case + "/")}
+            outputs[f"{case}/base"] = forward(model, params["track"], batch)
+            if n == 0:
+                outputs[f"{case}/base_again"] = forward(model, params["track"], batch)
+            for p in params["positions"]:
+                outputs[f"{case}/changed_{p}"] = forward(model, params["track"], {**batch, key: batch[f"{key}_{p}"]})
     return outputs, {}
 
 
 def probe_padding(module, inputs, params):
-    """Logits for a padded batch and for the same batch with other IDs at the padded positions."""
+    """Logits for a padded batch, with other IDs at the padded positions, and with other real tokens."""
     with float64(), torch.no_grad():
         model = build(module, params)
         base = forward(model, params["track"], inputs)
@@ -228,23 +236,27 @@ def probe_padding(module, inputs, params):
             other = forward(model, "lm", inputs, ids_key="ids_alt")
         else:
             other = forward(model, "reverse", inputs, src_key="src_alt")
-    return {"base": base, "other": other}, {}
+        real = forward(model, params["track"], swapped(inputs, "_real"))
+    return {"base": base, "other": other, "real": real}, {}
 
 
 def probe_kv_cache(module, inputs, params):
-    """Full-prefix logits, one-token cached logits, and chunked cached logits."""
+    """Full-prefix logits (and of a second sequence), one-token cached logits, and chunked cached logits."""
     outputs = {}
     with float64(), torch.no_grad():
         model = build(module, params)
         if params["track"] == "lm":
             ids = inputs["ids"]
             outputs["full"] = lm_logits(model, ids)[0]
+            outputs["full_other"] = lm_logits(model, inputs["ids_other"])[0]
             step = lambda chunk, cache: lm_logits(model, chunk, cache=cache)  # noqa: E731
             seq = ids
         else:
             src, src_mask, seq = inputs["src"], inputs["src_mask"], inputs["tgt"]
             memory = method(model, "encode")(src, src_mask)
             outputs["full"] = decode(model, seq, memory, src_mask)[0]
+            memory_other = method(model, "encode")(inputs["src_other"], src_mask)
+            outputs["full_other"] = decode(model, inputs["tgt_other"], memory_other, src_mask)[0]
             step = lambda chunk, cache: decode(model, chunk, memory, src_mask, cache)  # noqa: E731
         for name, sizes in (("step", [1] * seq.shape[1]), ("chunked", params["chunks"])):
             cache, pieces, start = None, [], 0
@@ -260,7 +272,8 @@ def probe_checkpoint_save(module, inputs, params):
     """Logits on the fixed batch and the state dict, from a model built under the first seed."""
     with float64(), torch.no_grad():
         model = build(module, params)
-        outputs = {"logits": forward(model, params["track"], inputs)}
+        outputs = {"logits": forward(model, params["track"], inputs),
+                   "logits_other": forward(model, params["track"], swapped(inputs, "_other"))}
         for name, value in model.state_dict().items():
             if not isinstance(value, _Tensor):
                 raise Violation(f"state_dict entry `{name}` is {type(value).__name__}, not a tensor")
@@ -277,7 +290,8 @@ def probe_checkpoint_load(module, inputs, params):
             model.load_state_dict(state, strict=True)
         except RuntimeError as exc:
             raise Violation(f"load_state_dict(strict=True) refused the saved state: {str(exc)[:600]}") from None
-        return {"logits": forward(model, params["track"], inputs)}, {}
+        return {"logits": forward(model, params["track"], inputs),
+                "logits_other": forward(model, params["track"], swapped(inputs, "_other"))}, {}
 
 
 def probe_shortcuts(module, inputs, params):

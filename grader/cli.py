@@ -50,14 +50,21 @@ def check(path, as_json, only, skip, seed, timeout, steps, rubric_path):
       grader check my_transformer.py --json > result.json
       grader check my_transformer.py --rubric my_rubric.toml
 
-    Exit status is 0 whenever grading completed, whatever the result; 2 for bad usage (an invalid --rubric too).
+    Exit status is 0 whenever grading completed, whatever the result; 2 for bad usage (an invalid --rubric too);
+    3 when the sandbox cannot grade here (a missing isolation layer, named with how to install it).
     """
     from .judge import Options, grade_file  # imports torch: only this command pays for it
+    from .sandbox.docker import SandboxUnavailable
+    from .sandbox.isolation import IsolationMissing
 
     options = Options(seed=seed, only=parse_ids(only), skip=parse_ids(skip), limits=Limits(stage_s=timeout),
                       steps={"reverse": steps, "lm": steps} if steps else {})
     rubric = load_points_rubric(rubric_path)
-    report = grade_file(path, options)
+    try:
+        report = grade_file(path, options)
+    except (IsolationMissing, SandboxUnavailable) as exc:  # the host's sandbox, not the submission: nothing graded
+        click.echo(f"error: not graded: {exc}", err=True)
+        raise SystemExit(3) from None
     scored = score(report, rubric) if rubric else None
     if as_json:
         click.echo(json.dumps({**report, "score": scored}, indent=2, sort_keys=True))
@@ -96,6 +103,10 @@ def print_table(report: dict, scored: dict | None = None) -> None:
     click.echo(f"{summary}  (total {t.get('total_s', 0):.1f}s, torch import {t.get('torch_import_s') or 0:.1f}s)")
     for line in summary_lines(scored) if scored else ():
         click.echo(line)
+    box = report.get("sandbox") or {}
+    if box.get("weak"):
+        click.echo(click.style(f"weak sandbox (GRADER_SANDBOX_ALLOW_WEAK): {'; '.join(box.get('missing', []))}",
+                               fg="yellow"), err=True)
 
 
 from . import cli_service  # noqa: E402,F401  (registers serve, worker, db, token, ...: the service's commands)

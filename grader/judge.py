@@ -252,6 +252,10 @@ def run_summary(run, options: Options) -> dict:
     start_s = round(run.hello_at_s - import_s, 3) if run.hello_at_s is not None and import_s is not None else None
     # started ahead: up to ahead_s of the start and import happened before the job arrived, off sandbox_s
     return {"environment": {"torch": hello.get("torch"), "python": hello.get("python"), "threads": hello.get("threads")},
-            "sandbox": {"backend": run.backend, "limits": options.limits.to_dict(), "killed": run.killed},
+            "sandbox": {"backend": run.backend, "limits": options.limits.to_dict(), "killed": run.killed,
+                        # the isolation layers this grading had; weak: fewer than its backend's full set (allowed by
+                        # the operator), or a sandbox that does not say (unknown counts as weak)
+                        "layers": list(run.layers.get("active", [])), "weak": bool(run.layers.get("weak", True)),
+                        **({"missing": run.layers["missing"]} if run.layers.get("missing") else {})},
             "timings": {"sandbox_start_s": start_s, "torch_import_s": import_s, "stages": stages,
                         "sandbox_s": round(run.wall_s, 3), "sandbox_ahead_s": run.ahead_s}}

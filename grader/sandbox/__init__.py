@@ -32,11 +32,12 @@ def choose_backend(backend: str = "auto") -> tuple[str, str]:
 def make_sandbox(backend: str | None = None, **config) -> Sandbox:
     """The sandbox named by configuration: `process`, `docker`, or `auto` (also GRADER_SANDBOX, default auto).
 
-    config goes to the backend: image= for docker; python=, bwrap=, seccomp=, cgroup= for process.
+    config goes to the backend: image= for docker; python=, bwrap=, seccomp=, cgroup=, allow_weak= for process.
     """
     backend = backend or os.environ.get("GRADER_SANDBOX", "auto")
     name, _ = choose_backend(backend)
     if name == "docker":
         from .docker import DockerSandbox
         return DockerSandbox(**{k: v for k, v in config.items() if k in ("image", "python", "uid")})
-    return ProcessSandbox(**{k: v for k, v in config.items() if k in ("python", "bwrap", "seccomp", "cgroup")})
+    return ProcessSandbox(**{k: v for k, v in config.items()
+                             if k in ("python", "bwrap", "seccomp", "cgroup", "allow_weak")})

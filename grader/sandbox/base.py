@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..harness import wire
+from .cleanup import remove_tree
 
 
 @dataclass
@@ -63,6 +64,9 @@ class FrameCollector:
         self.stream, self.max_bytes, self.on_frame, self.clock = stream, max_bytes, on_frame, clock
         self.frames, self.error, self.total = [], None, 0
         self.hello_at = None
+        # An interactive stage's questions (`ask` frames) go here as they come, blob included, and are not kept:
+        # the judge's trainer bounds each one itself (a run's steps add up to more than output_mb).
+        self.on_ask = None
         self.thread = threading.Thread(target=self._run, daemon=True)
 
     def start(self):
@@ -82,6 +86,11 @@ class FrameCollector:
                     self.error = f"the results exceeded {self.max_bytes >> 20} MiB"
                     break
                 for header, blob in reader.feed(data):
+                    if header.get("type") == "ask":
+                        self.total -= len(blob)
+                        if self.on_ask is not None:
+                            self.on_ask(header, blob)
+                        continue
                     if header.get("type") == "hello" and self.clock:
                         self.hello_at = self.clock()
                     self.frames.append((header, blob))
@@ -147,10 +156,15 @@ class Prepared:
         """Run the harness on the job now laid out in job_dir."""
         return self.sandbox.run(self.job_dir, self.limits, wall_s, on_frame)
 
+    def talk(self, on_ask) -> None:
+        """Answer the job's interactive stages: on_ask(header, blob, reply) for each question, where
+        reply(header, blob) writes to the harness's stdin. Only sandboxes started ahead keep stdin open."""
+        raise NotImplementedError(f"the {self.sandbox.name} sandbox cannot run interactive stages cold")
+
     def close(self) -> None:
         """Stop whatever still runs and remove the job directory."""
         self._stop()
-        shutil.rmtree(self.job_dir, ignore_errors=True)
+        remove_tree(self.job_dir)  # iterative and per entry: a student's 3000-deep scratch tree must not raise
         hook, self.on_close = self.on_close, None
         if hook is not None:
             hook()

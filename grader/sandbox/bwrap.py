@@ -6,15 +6,20 @@ Nothing else of the host's filesystem (the grader's code, its database, other jo
 the network namespace has only a loopback of its own, and when PID 1 of the namespace exits every
 process in it dies (the process backend puts its own non-dumpable init there: sandbox_init.py).
 """
-import functools
 import os
 import shutil
 import subprocess
 from pathlib import Path
 
+from .cleanup import remove_tree
+from .isolation import cache_success
+
 # A few files from /etc that the dynamic loader and libc read; nothing with secrets.
 ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime", "/etc/nsswitch.conf",
              "/etc/host.conf")
+# The namespaces every sandbox gets (mount comes with user); the report lists them as "namespaces:user,...".
+NAMESPACES = ("user", "ipc", "pid", "net", "uts")
+LAYER = "namespaces:user,mount,pid,ipc,net,uts"
 TMP_MB = 16
 SHM_MB = 64
 
@@ -47,7 +52,9 @@ def python_roots(python: str) -> list[str]:
 def command(job_dir: Path, python: str, scratch_mb: int, seccomp_fd: int | None, as_pid_1: bool = False) -> list[str]:
     """The bwrap argument list (up to and including '--'); the command follows (as PID 1 when as_pid_1: it must reap)."""
     job = str(job_dir)
-    args = [executable() or "bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--hostname", "sandbox",
+    # Each namespace named (not --unshare-all, whose user and cgroup parts are "-try": silently skipped).
+    args = [executable() or "bwrap", *(f"--unshare-{ns}" for ns in NAMESPACES), "--unshare-cgroup-try",
+            "--die-with-parent", "--new-session", "--hostname", "sandbox",
             "--ro-bind", "/usr", "/usr"]
     if as_pid_1:
         args.append("--as-pid-1")
@@ -74,12 +81,12 @@ def command(job_dir: Path, python: str, scratch_mb: int, seccomp_fd: int | None,
     return args + ["--"]
 
 
-@functools.lru_cache(maxsize=8)
+@cache_success()
 def probe(uid: int | None, python: str) -> str | None:
-    """None when bwrap can build this sandbox here as that uid for that interpreter (checked once), else why not."""
+    """None when bwrap can build this sandbox here as that uid for that interpreter, else why not (never cached)."""
     exe = executable()
     if not exe:
-        return "bwrap is not installed"
+        return "bubblewrap is not installed: no bwrap on PATH"
     import tempfile
     from .process import drop_privileges
     job = Path(tempfile.mkdtemp(prefix="grader-bwrap-probe-"))
@@ -97,4 +104,4 @@ def probe(uid: int | None, python: str) -> str | None:
             return f"bwrap does not work here: {proc.stderr.decode(errors='replace').strip()[:300]}"
         return None
     finally:
-        shutil.rmtree(job, ignore_errors=True)
+        remove_tree(job)

@@ -9,12 +9,13 @@ No cpu controller, on purpose: every run's group would sit under one parent whos
 with each other task on the host as a single task, so concurrent sandboxes on a busy machine were
 measured 3x slower to import torch. CPU is bounded per stage by RLIMIT_CPU and the wall clock.
 """
-import functools
 import os
 import signal
 import time
 import uuid
 from pathlib import Path
+
+from .isolation import cache_success
 
 ROOT = Path("/sys/fs/cgroup")
 PARENT = "grader-sandbox"
@@ -46,7 +47,7 @@ def _events(text: str) -> dict:
     return out
 
 
-@functools.lru_cache(maxsize=1)
+@cache_success()
 def detect() -> tuple[str, dict] | str:
     """('v2', {controller: dir}) or ('v1', {controller: dir}) when usable, else the reason it is not."""
     if os.geteuid() != 0:

@@ -13,7 +13,6 @@ waits on its stdin; run() copies the job in, then sends the go through the attac
 """
 import io
 import os
-import shutil
 import socket
 import tarfile
 import threading
@@ -21,6 +20,8 @@ import time
 import uuid
 from pathlib import Path
 
+from ..harness import wire
+from .cleanup import remove_tree
 from .base import FrameCollector, Limits, Prepared, Sandbox, SandboxRun, new_job_dir, wait_for_hello
 
 DEFAULT_IMAGE = "grader-runner:latest"
@@ -186,7 +187,10 @@ class DockerSandbox(Sandbox):
         """The isolation record of a run, before the container exists."""
         return {"image": self.image, "user": self.uid, "network": "none", "read_only_root": True,
                 "capabilities": "none", "seccomp": "docker default", "memory_mb": limits.memory_mb,
-                "pids": limits.pids, "cpus": limits.cpus, "scratch_mb": limits.scratch_mb}
+                "pids": limits.pids, "cpus": limits.cpus, "scratch_mb": limits.scratch_mb,
+                # what container_config sets for every run: a container never has fewer
+                "active": ["network:none", "read-only", "cap-drop:ALL", "no-new-privileges", f"non-root:{self.uid}",
+                           "memory", "pids", "ipc:private", "seccomp:docker-default"], "weak": False}
 
     def _create(self, api, limits: Limits, deadline: float, layers: dict, stdin: bool = False):
         """Create the container, after sweeping stale ones (stdin: kept open for the go, see DockerStartedAhead)."""
@@ -313,7 +317,7 @@ class DockerStartedAhead(Prepared):
 
     def __init__(self, sandbox: DockerSandbox, job_dir: Path, limits: Limits):
         super().__init__(sandbox, job_dir, limits)
-        self.ran = False
+        self.ran = self.talking = False
         self.container = self.sock = self.collector = self.on_frame = None
         self.ident = ""  # the container's id, kept after close() to check nothing is left
         self.layers = sandbox.layers(limits)
@@ -336,7 +340,7 @@ class DockerStartedAhead(Prepared):
             self.collector.start()
         except BaseException:
             self._stop()
-            shutil.rmtree(job_dir, ignore_errors=True)
+            remove_tree(job_dir)
             raise
 
     def _raw_socket(self):
@@ -367,7 +371,7 @@ class DockerStartedAhead(Prepared):
         if self.ran:
             raise RuntimeError("a sandbox serves one job only")
         self.ran = True
-        if time.time() + wall_s + MARGIN_S > self.deadline:
+        if time.time() + wall_s + MARGIN_S > self.deadline and not self.talking:
             # It waited so long that a sweep could remove it mid-run: run cold instead, on the same job directory.
             self._stop()
             return self.sandbox.run(self.job_dir, self.limits, wall_s, on_frame)
@@ -384,6 +388,16 @@ class DockerStartedAhead(Prepared):
             pass  # the harness is gone already: the frames say what happened
         return self.sandbox._watch(self.container, self.collector, self.stdout, self.layers, self.limits, wall_s,
                                    go_at, ahead_s=go_at - self.started_at)
+
+    def talk(self, on_ask) -> None:
+        """Answer the job's interactive stages over the attach socket, which carries stdin (see Prepared.talk)."""
+        def reply(header: dict, blob: bytes = b"") -> None:
+            try:
+                self._raw_socket().sendall(wire.encode_frame(header, blob))
+            except (OSError, AttributeError):
+                pass  # the container is gone (or being killed): its frames say what happened
+        self.talking = True
+        self.collector.on_ask = lambda header, blob: on_ask(header, blob, reply)
 
     def _stop(self) -> None:
         """Kill and remove the container and its volume, whether or not it ran; close the socket and the client."""

@@ -6,7 +6,9 @@ processes), a cgroup per run (memory = memory + swap, pids; killed as a whole), 
 deny-list (no sockets, no ptrace or process_vm_*, no bpf, keyctl, mount, unshare, io_uring), and
 bubblewrap namespaces where bwrap works here (nothing of the host's filesystem but /usr, the
 interpreter and the job; size-capped tmpfs for scratch, /tmp and /dev/shm; no network at all).
-Each layer that cannot be had is named in the run record and the instructors' log, never silently.
+A layer that cannot be had refuses the grading (IsolationMissing, naming the layer and how to install it)
+unless the operator allows weak sandboxes (GRADER_SANDBOX_ALLOW_WEAK=true, or allow_weak=True for tests
+and benchmarks); such a run is recorded as weak, with the missing layers, on every result.
 """
 import os
 import resource
@@ -19,15 +21,22 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from . import bwrap, seccomp
+from ..harness import wire
 from .base import FrameCollector, Limits, Prepared, Sandbox, SandboxRun, new_job_dir, wait_for_hello
 from .cgroup import CgroupUnavailable, RunCgroup
+from .cleanup import remove_tree, sweep_sysv
+from .isolation import IsolationMissing, allow_weak_from_env, refusal
 from .runner import check_reachable, runner_python
-from .uids import lease_uid
+from .uids import lease_uid, quarantine
 
 LOG_TAIL = 20000
 INIT = Path(__file__).with_name("sandbox_init.py")
-# World-writable places a sandbox uid without bwrap could leave files in; swept after each run.
-SHARED_TMP = ("/tmp", "/var/tmp", "/dev/shm", "/dev/mqueue")
+# World-writable places a sandbox uid without bwrap could leave files in; swept after each run (bwrap binds none
+# of them: its /tmp and /dev/shm are tmpfs of its own, /run is not there). Found with
+# `find / -xdev -type d -perm -0002`; world-writable directories below these are walked too.
+SHARED_TMP = ("/tmp", "/var/tmp", "/dev/shm", "/dev/mqueue", "/run/lock", "/var/lock", "/var/crash")
+# The layers of a full process sandbox, as the report lists them.
+FULL = ("uid", "rlimits", "seccomp", "cgroup", bwrap.LAYER)
 
 
 def drop_privileges(uid: int | None, gid: int | None):
@@ -89,26 +98,52 @@ def uid_processes(uid: int) -> list[int]:
     return pids
 
 
-def sweep_files(uid: int) -> list[str]:
-    """Delete what the uid left in the host's shared temporary directories; return what was removed."""
-    removed = []
-    for top in SHARED_TMP:
+def sweep_files(uid: int) -> tuple[list[str], list[str]]:
+    """Delete what the uid left in the host's world-writable directories: (removed, what would not go)."""
+    removed, failed = [], []
+    seen = set()
+    todo = [top for top in SHARED_TMP if os.path.isdir(top)]
+    while todo:  # the uid can write only in world-writable directories (its own ones go whole)
+        top = todo.pop()
         try:
-            entries = list(os.scandir(top))
+            st = os.stat(top)
+            if (st.st_dev, st.st_ino) in seen:
+                continue  # /var/lock -> /run/lock
+            seen.add((st.st_dev, st.st_ino))
+            with os.scandir(top) as it:
+                entries = list(it)
         except OSError:
             continue
         for entry in entries:
             try:
-                if entry.stat(follow_symlinks=False).st_uid != uid:
-                    continue
-                if entry.is_dir(follow_symlinks=False):
-                    shutil.rmtree(entry.path, ignore_errors=True)
-                else:
-                    os.unlink(entry.path)
-                removed.append(entry.path)
+                est = entry.stat(follow_symlinks=False)
             except OSError:
-                pass
-    return removed
+                continue
+            if est.st_uid == uid:
+                left = remove_tree(entry.path)
+                (failed.extend(left) if left else removed.append(entry.path))
+            elif entry.is_dir(follow_symlinks=False) and est.st_mode & 0o002:
+                todo.append(entry.path)
+    return removed, failed
+
+
+def sweep_uid(uid: int) -> tuple[list[str], list[str]]:
+    """Kill the uid's processes, remove its files and SysV IPC objects: (removed, failures); no failure = clean."""
+    kill_uid(uid)
+    removed, failed = sweep_files(uid)
+    ipc_removed, ipc_failed = sweep_sysv(uid)
+    failed += ipc_failed
+    survivors = uid_processes(uid)
+    if survivors:
+        time.sleep(0.1)  # a process in uninterruptible sleep dies a moment after SIGKILL
+        survivors = uid_processes(uid)
+    failed += [f"process {pid} survived SIGKILL" for pid in survivors]
+    return removed + ipc_removed, failed
+
+
+def reclaim(uid: int) -> list[str]:
+    """For the uid pool: sweep a quarantined uid again; what still would not go (empty: the slot is usable)."""
+    return sweep_uid(uid)[1]
 
 
 class ProcessSandbox(Sandbox):
@@ -116,20 +151,30 @@ class ProcessSandbox(Sandbox):
     name = "process"
 
     def __init__(self, python: str | None = None, bwrap: bool | None = None, seccomp: bool | None = None,
-                 cgroup: bool | None = None):
+                 cgroup: bool | None = None, allow_weak: bool | None = None):
         # As root, each run gets a uid of its own from a pool: never the grader's, never another run's.
         self.privileged = os.geteuid() == 0
         self.python = python or runner_python()
         if self.privileged:
             check_reachable(self.python)
-        # None: use the layer where it works here; False: never (for tests and benchmarks).
+        # None: use the layer (refuse to grade without it); False: never (tests, benchmarks: needs allow_weak).
         self.want = {"bwrap": bwrap, "seccomp": seccomp, "cgroup": cgroup}
+        # None: the operator's GRADER_SANDBOX_ALLOW_WEAK, read at each run; True/False: this sandbox's own choice.
+        self.allow_weak = allow_weak
+        off = [name for name, want in self.want.items() if want is False]
+        if off and not self.weak_allowed():
+            raise IsolationMissing(f"{', '.join(off)} turned off by configuration: that needs allow_weak=True "
+                                   f"(or GRADER_SANDBOX_ALLOW_WEAK=true), and every result is then marked weak")
+
+    def weak_allowed(self) -> bool:
+        """May this sandbox grade with fewer than its full set of layers (the run then recorded as weak)."""
+        return allow_weak_from_env() if self.allow_weak is None else self.allow_weak
 
     def run(self, job_dir: Path, limits: Limits, wall_s: float, on_frame=None) -> SandboxRun:
         """Run under a leased uid when root (so cleanup may kill all of that uid's processes)."""
         if not self.privileged:
             return self._finish(self._start(None, job_dir, limits), wall_s, on_frame)
-        with lease_uid() as uid:
+        with lease_uid(reclaim) as uid:
             return self._finish(self._start(uid, job_dir, limits), wall_s, on_frame)
 
     def prepare(self, limits: Limits) -> Prepared:
@@ -137,18 +182,15 @@ class ProcessSandbox(Sandbox):
         return StartedAhead(self, new_job_dir(), limits)
 
     def _layers(self, uid, limits: Limits):
-        """Decide each layer for this run: (cgroup or None, seccomp bpf or None, use bwrap, record)."""
+        """Decide each layer for this run: (cgroup or None, seccomp bpf or None, use bwrap, record).
+
+        Every layer is probed afresh (a success is trusted for a minute); one missing refuses the run
+        with IsolationMissing unless weak sandboxes are allowed, and then the record says weak.
+        """
         record = {"uid": uid if uid is not None else f"{os.geteuid()} (the grader's own: not running as root)"}
         cgroup = bpf = None
         use_bwrap = False
-        if self.want["cgroup"] is False:
-            record["cgroup"] = "off (configured)"
-        else:
-            try:
-                cgroup = RunCgroup(limits.memory_mb, limits.pids)
-                record["cgroup"] = cgroup.describe()
-            except CgroupUnavailable as exc:
-                record["cgroup"] = f"off: {exc}"
+        missing = {} if uid is not None else {"uid": "not running as root: the sandbox runs as the grader's own uid"}
         if self.want["seccomp"] is False:
             record["seccomp"] = "off (configured)"
         else:
@@ -164,6 +206,27 @@ class ProcessSandbox(Sandbox):
             why = bwrap.probe(uid, self.python)
             use_bwrap = why is None
             record["bwrap"] = "namespaces" if use_bwrap else f"off: {why}"
+        # the cgroup last: it is the one layer that must be removed again when the run is refused
+        if self.want["cgroup"] is False:
+            record["cgroup"] = "off (configured)"
+        else:
+            try:
+                cgroup = RunCgroup(limits.memory_mb, limits.pids)
+                record["cgroup"] = cgroup.describe()
+            except CgroupUnavailable as exc:
+                record["cgroup"] = f"off: {exc}"
+        for layer, key, on in (("seccomp", "seccomp", bpf is not None), ("cgroup", "cgroup", cgroup is not None),
+                               (bwrap.LAYER, "bwrap", use_bwrap)):
+            if not on:
+                missing[layer] = record[key].removeprefix("off: ")
+        if missing and not self.weak_allowed():
+            if cgroup is not None:
+                cgroup.remove()
+            raise IsolationMissing(refusal(missing))
+        record["active"] = [layer for layer in FULL if layer not in missing]
+        record["weak"] = bool(missing)
+        if missing:
+            record["missing"] = [f"{layer}: {why}" for layer, why in missing.items()]
         return cgroup, bpf, use_bwrap, record
 
     def _start(self, uid, job_dir: Path, limits: Limits) -> "_Running":
@@ -171,8 +234,7 @@ class ProcessSandbox(Sandbox):
         scratch = job_dir / "scratch"
         if uid is not None:
             # We hold the lease: anything this uid still runs or owns was left by a worker that died mid-run.
-            kill_uid(uid)
-            sweep_files(uid)
+            sweep_uid(uid)
             os.chown(scratch, uid, uid)
             os.chmod(scratch, 0o700)
             # Only this run's uid (by group) may enter the job: another run's uid cannot read this submission.
@@ -231,7 +293,10 @@ class ProcessSandbox(Sandbox):
         go_at = time.monotonic()
         try:
             proc.stdin.write(b"g")
-            proc.stdin.close()
+            if run.talking:
+                proc.stdin.flush()  # stdin stays open: the judge's replies to an interactive stage follow
+            else:
+                proc.stdin.close()
         except OSError:
             pass  # the harness is gone already: the frames say what happened
         killed = kind = None
@@ -243,6 +308,11 @@ class ProcessSandbox(Sandbox):
         finally:
             stats, leftovers = self._cleanup(proc, run.uid, run.cgroup)
         collector.join(timeout=10)
+        if run.talking:
+            try:
+                proc.stdin.close()
+            except OSError:
+                pass
         if collector.error and not killed:
             killed = collector.error
             kind = "crash"
@@ -275,7 +345,12 @@ class ProcessSandbox(Sandbox):
         if cgroup is not None:
             stats = cgroup.stats()
             cgroup.remove()
-        leftovers = sweep_files(uid) if uid is not None else []
+        leftovers = []
+        if uid is not None:
+            leftovers, failed = sweep_uid(uid)
+            if failed:  # never leased again until a later sweep finds it clean; this grading stands
+                quarantine(uid, "; ".join(failed[:20]))
+                stats["quarantined"] = failed[:20]
         return stats, leftovers
 
 
@@ -301,6 +376,7 @@ class _Running:
         self.uid, self.cgroup, self.record, self.log_path, self.memory_mb = uid, cgroup, record, log_path, memory_mb
         self.spawned_at = time.monotonic()
         self.proc = self.collector = self.on_frame = None
+        self.talking = False  # an interactive job: stdin stays open after the go
 
     def forward(self, header: dict) -> None:
         """The collector's callback: frames go to whoever runs the job, once one does."""
@@ -322,11 +398,11 @@ class StartedAhead(Prepared):
         self.lease = ExitStack()
         self.ran = False
         try:
-            uid = self.lease.enter_context(lease_uid()) if sandbox.privileged else None
+            uid = self.lease.enter_context(lease_uid(reclaim)) if sandbox.privileged else None
             self.running = sandbox._start(uid, job_dir, limits)
         except BaseException:
             self.lease.close()
-            shutil.rmtree(job_dir, ignore_errors=True)
+            remove_tree(job_dir)
             raise
 
     def alive(self) -> bool:
@@ -343,6 +419,19 @@ class StartedAhead(Prepared):
             raise RuntimeError("a sandbox serves one job only")
         self.ran = True
         return self.sandbox._finish(self.running, wall_s, on_frame, ahead=True)
+
+    def talk(self, on_ask) -> None:
+        """Answer the job's interactive stages through the harness's stdin (see Prepared.talk)."""
+        stdin = self.running.proc.stdin
+
+        def reply(header: dict, blob: bytes = b"") -> None:
+            try:
+                stdin.write(wire.encode_frame(header, blob))
+                stdin.flush()
+            except (OSError, ValueError):
+                pass  # the harness is gone (or being killed): its frames say what happened
+        self.running.talking = True
+        self.running.collector.on_ask = lambda header, blob: on_ask(header, blob, reply)
 
     def _stop(self) -> None:
         """Kill what an unused sandbox still runs, then give its uid back."""

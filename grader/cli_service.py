@@ -17,7 +17,11 @@ def make_app(migrate: bool = True):
     if not migrate:
         os.environ.setdefault("GRADER_AUTO_MIGRATE", "false")
     from .app import create_app
-    return create_app()
+    from .app.instance import InsecureInstance
+    try:
+        return create_app()  # sets the umask: what this command writes in the instance is 0600
+    except InsecureInstance as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 def in_session(fn):

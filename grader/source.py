@@ -50,7 +50,13 @@ def read_source(data: bytes) -> Source:
             tree = ast.parse(text, filename="submission.py")
     except SyntaxError as exc:
         raise Rejected(f"the file is not valid Python: {exc.msg} at line {exc.lineno}"
-                       + (f": {exc.text.strip()}" if exc.text else "")) from None
+                       + (f": {(exc.text or '').strip()[:200]}" if exc.text else "")) from None
+    except (MemoryError, RecursionError) as exc:
+        # CPython's parser gives up on deep nesting (100000 unary minus: MemoryError; a long chain of +: RecursionError).
+        raise Rejected(f"the file is nested too deeply for Python's parser ({type(exc).__name__}"
+                       + (f": {exc}" if str(exc) else "") + "); split the deepest expression into steps") from None
+    except ValueError as exc:  # e.g. a source the compiler refuses outright
+        raise Rejected(f"the file cannot be parsed as Python: {exc}") from None
     track, problem = find_track(tree)
     return Source(text, hashlib.sha256(data).hexdigest(), tree, track, problem)
 

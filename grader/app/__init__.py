@@ -4,22 +4,33 @@ import os
 from flask import Flask, jsonify, request
 from werkzeug.exceptions import HTTPException
 
-from . import db as database
+from . import db as database, instance
 from .config import PREFIX, Defaults, instance_path
 
 
 def create_app(test_config: dict | None = None) -> Flask:
     """Settings from Defaults, then instance/config.py, then GRADER_* variables; or Defaults then test_config."""
+    if test_config is None:
+        instance.close_process()  # a service process: what it writes in the instance is 0600 from the first write
     app = Flask(__name__, instance_path=instance_path(), instance_relative_config=True)
     app.config.from_object(Defaults)
     if test_config is None:
         app.config.from_pyfile("config.py", silent=True)
         app.config.from_prefixed_env(PREFIX)
+        raw_key = os.environ.get(f"{PREFIX}_SECRET_KEY")
+        if raw_key is not None:  # as written: JSON parsing would turn a hex key such as "5e31..." into a float
+            app.config["SECRET_KEY"] = raw_key or None  # empty (compose without a key): the instance's own key
     else:
         app.config.from_mapping(test_config)
-    os.makedirs(app.instance_path, exist_ok=True)
+    instance.make_private_dir(app.instance_path)
     app.config["DATABASE_URL"] = app.config["DATABASE_URL"] or database.default_sqlite_url(app.instance_path)
     app.config["SUBMISSIONS_DIR"] = app.config["SUBMISSIONS_DIR"] or os.path.join(app.instance_path, "submissions")
+    # What an older version (or another umask) left readable is closed at every start.
+    instance.lock_down(app.instance_path)
+    if os.path.isdir(app.config["SUBMISSIONS_DIR"]):
+        instance.lock_down(app.config["SUBMISSIONS_DIR"])
+    app.config["SECRET_KEY"] = instance.secret_key(app.config.get("SECRET_KEY"), app.instance_path,
+                                                   generate=test_config is None)
     from ..configs import check_steps
     app.config["TRAINING_STEPS"] = check_steps(app.config["TRAINING_STEPS"] or {})  # a bad value fails at start
 

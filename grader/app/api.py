@@ -8,6 +8,7 @@ from . import scoring, store
 from .auth import AuthError, issue_token, require
 from ..registry import check_ids
 from .db import session
+from .files import content_disposition
 from .models import Submission
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
@@ -243,10 +244,23 @@ def list_submissions(slug):
         student = store.get_student(s, g.principal.username)
     elif request.args.get("student"):
         student = store.get_student(s, request.args["student"])
-    limit = min(request.args.get("limit", 1000, type=int), 1000)
-    subs = store.list_submissions(s, assignment, student, request.args.get("status"), limit,
-                                  request.args.get("offset", 0, type=int))
+    limit = min(count_arg("limit", 1000), 1000)
+    subs = store.list_submissions(s, assignment, student, request.args.get("status"), limit, count_arg("offset", 0))
     return jsonify([submission_json(s, sub) for sub in subs])
+
+
+def count_arg(name: str, default: int) -> int:
+    """A paging parameter: a whole number >= 0, else a 400 naming it (a negative LIMIT means 'no limit' in SQLite)."""
+    text = request.args.get(name)
+    if text is None:
+        return default
+    try:
+        value = int(text.strip(), 10)
+    except ValueError:
+        raise store.StoreError(f"{name} must be a whole number >= 0, not {text[:40]!r}") from None
+    if not 0 <= value <= 2**31 - 1:  # beyond a 32-bit integer the database itself would refuse it
+        raise store.StoreError(f"{name} must be between 0 and {2**31 - 1}, not {value}")
+    return value
 
 
 @bp.get("/submissions/<int:submission_id>")
@@ -270,7 +284,7 @@ def get_submission(submission_id):
 def get_file(submission_id):
     sub = visible_submission(session(), submission_id)
     return Response(sub.content, mimetype="text/x-python",
-                    headers={"Content-Disposition": f'attachment; filename="{sub.filename}"'})
+                    headers={"Content-Disposition": content_disposition(sub.filename)})
 
 
 @bp.get("/submissions/<int:submission_id>/result")
@@ -363,7 +377,7 @@ def export(slug):
     if request.args.get("format", "json") == "csv":
         from rubric import gradebook_csv
         return Response(gradebook_csv(rows), mimetype="text/csv",
-                        headers={"Content-Disposition": f'attachment; filename="{slug}.csv"'})
+                        headers={"Content-Disposition": content_disposition(f"{slug}.csv")})
     return jsonify([{**r, "submitted_at": iso(r["submitted_at"])} for r in rows])
 
 

@@ -6,7 +6,8 @@ PREFIX = "GRADER"
 
 class Defaults:
     """Every setting the service reads, with its default (docs/service.md explains each)."""
-    SECRET_KEY = "dev"  # replace in production: GRADER_SECRET_KEY
+    # None: a random key kept in <instance>/secret_key (made 0600 on first start); a placeholder such as "dev" is refused.
+    SECRET_KEY = None
     # None means SQLite in the instance folder; PostgreSQL by URL (postgresql://user@host/db).
     DATABASE_URL = None
     BROKER_URL = "redis://127.0.0.1:6379/0"

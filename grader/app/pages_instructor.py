@@ -8,6 +8,7 @@ from flask import (Blueprint, Response, abort, current_app, flash, jsonify, redi
 
 from . import scoring, store, store_web
 from .db import session
+from .files import content_disposition
 from .models import STATUSES, Submission
 from .pages_student import report_response
 from .web import (form_number, guarded_sign_in, safe_next, setup_blueprint, sign_in, sign_out,
@@ -194,7 +195,7 @@ def report(submission_id):
 def file(submission_id):
     sub = get_sub(submission_id)
     return Response(sub.content, mimetype="text/x-python",
-                    headers={"Content-Disposition": f'attachment; filename="{sub.filename}"'})
+                    headers={"Content-Disposition": content_disposition(sub.filename)})
 
 
 # ---------------------------------------------------------------- an assignment
@@ -260,7 +261,7 @@ def export(slug):
     from rubric import gradebook_csv
     rows = store.gradebook(session(), get_assignment(slug))
     return Response(gradebook_csv(rows), mimetype="text/csv",
-                    headers={"Content-Disposition": f'attachment; filename="{slug}.csv"'})
+                    headers={"Content-Disposition": content_disposition(f"{slug}.csv")})
 
 
 # ---------------------------------------------------------------- the roster

@@ -8,6 +8,7 @@ from flask import (Blueprint, Response, abort, current_app, flash, jsonify, redi
 from ..source import Rejected
 from . import scoring, store, store_web
 from .db import session
+from .files import content_disposition
 from .models import Submission
 from .web import (RateLimited, allows_upload, check_rate, count_rate, guarded_sign_in, safe_next, setup_blueprint,
                   sign_in, sign_out, signed_in, who)
@@ -49,7 +50,8 @@ def signin():
         f"signin:student:{username}", "Too many failed sign-ins for this roster id",
         "That roster id and access token do not match an active student token.",
         lambda s: store_web.authenticate_student(s, username, token),
-        lambda error: render_template("student/signin.html", username=username, error=error))
+        lambda error: render_template("student/signin.html", username=username, error=error),
+        check_first=True)  # a token is 256 random bits: checking it even from a failing address guesses nothing
     if failure:
         return failure
     student = store.get_student(session(), username)
@@ -202,16 +204,15 @@ def report(submission_id):
 def file(submission_id):
     sub = own_submission(submission_id)
     return Response(sub.content, mimetype="text/x-python",
-                    headers={"Content-Disposition": f'attachment; filename="{sub.filename}"'})
+                    headers={"Content-Disposition": content_disposition(sub.filename)})
 
 
 def report_response(row, inline: bool) -> Response:
     """A stored report; inline for the instructor's viewer, with a CSP sandbox so nothing in it runs as this site."""
     mimetype = "application/pdf" if row.kind == "pdf" else "text/plain"
     disposition = "inline" if inline else "attachment"
-    safe_name = "".join(c if c.isalnum() or c in "._-" else "_" for c in row.filename) or "report"
     return Response(row.content, mimetype=mimetype, headers={
-        "Content-Disposition": f'{disposition}; filename="{safe_name}"',
+        "Content-Disposition": content_disposition(row.filename or "report", disposition),
         "Content-Security-Policy": "sandbox; default-src 'none'; object-src 'self'; frame-ancestors 'self'"
         if row.kind != "pdf" else "default-src 'none'; object-src 'self'; frame-ancestors 'self'",
     })

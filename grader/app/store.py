@@ -12,6 +12,7 @@ from sqlalchemy import and_, bindparam, case, func, or_, select
 from sqlalchemy.orm import Session, aliased, joinedload, with_expression
 
 from ..source import Rejected, Source, read_source
+from .files import clean_filename
 from . import scoring
 from .models import Assignment, Attempt, Result, Score, Student, Submission, utcnow
 
@@ -156,7 +157,7 @@ def create_submission(s: Session, assignment: Assignment, student: Student, data
     With enforce_attempts, the rubric policy's attempts per period apply (TooMany says when more are allowed).
     """
     source = validate_upload(data, assignment)
-    filename = os.path.basename(filename or "submission.py")[:255] or "submission.py"
+    filename = clean_filename(filename, "submission.py")  # no CR/LF or path: it becomes a header and a path
     mine = select(Submission).where(Submission.assignment_id == assignment.id, Submission.student_id == student.id)
     latest = s.scalar(mine.order_by(Submission.id.desc()).limit(1))
     if latest is not None and latest.sha256 == source.sha256:

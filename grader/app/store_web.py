@@ -11,6 +11,7 @@ from werkzeug.security import check_password_hash, generate_password_hash
 
 from . import scoring, store
 from .auth import Principal, authenticate, issue_token
+from .files import clean_filename
 from .models import Assignment, Result, Score, Student, Submission, Token, utcnow
 from .models_web import Instructor, ManualGrade, RateEvent, Release, Report
 from .store import Conflict, NotFound, StoreError
@@ -143,7 +144,7 @@ def validate_report(data: bytes, filename: str, max_bytes: int) -> str:
 def attach_report(s: Session, sub: Submission, data: bytes, filename: str, kind: str) -> Report:
     """Store the report with the submission, replacing an earlier one of the same submission."""
     row = report_of(s, sub) or Report(submission_id=sub.id)
-    row.filename = (filename or "report").replace("/", "_").replace("\\", "_")[-255:]
+    row.filename = clean_filename(filename, "report")
     row.kind, row.size, row.content = kind, len(data), data
     row.sha256, row.created_at = hashlib.sha256(data).hexdigest(), utcnow()
     s.add(row)

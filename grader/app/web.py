@@ -2,6 +2,7 @@
 that never show a traceback, security headers and template helpers. `init_app` registers both blueprints."""
 import hmac
 import logging
+import math
 import secrets
 from functools import wraps
 from urllib.parse import urlsplit
@@ -16,8 +17,9 @@ log = logging.getLogger(__name__)
 SETTINGS = {
     "WEB_UPLOAD_LIMIT": 6,  # uploads a student may post...
     "WEB_UPLOAD_WINDOW_S": 60,  # ...within this many seconds (the rubric's attempts per day apply as well)
-    "WEB_SIGNIN_LIMIT": 10,  # failed sign-ins for one username...
-    "WEB_SIGNIN_WINDOW_S": 300,  # ...within this many seconds, before sign-in is refused for a while
+    "WEB_SIGNIN_LIMIT": 10,  # failed sign-ins from one address, or for one account, before each waits...
+    "WEB_SIGNIN_BACKOFF_S": 1.0,  # ...this long, doubling with every further failure...
+    "WEB_SIGNIN_WINDOW_S": 300,  # ...at most this long; failures older than this are forgotten
     "WEB_REPORT_MAX_BYTES": 10 << 20,  # a report (PDF or Markdown) may be this large
     "WEB_POLL_S": 2.0,  # how often the status page asks for news (JavaScript), or reloads (without)
 }
@@ -182,20 +184,39 @@ def count_rate(key: str) -> None:
 
 # ---------------------------------------------------------------- error pages (never a traceback)
 
-def guarded_sign_in(key: str, too_many: str, wrong: str, authenticate, page):
-    """Authenticate with failed attempts rate-limited per name: (row, None), or (None, the error response)."""
-    try:
-        check_rate(key, "WEB_SIGNIN_LIMIT", "WEB_SIGNIN_WINDOW_S", too_many)
-    except RateLimited as exc:
-        return None, (page(exc.message), 429)
-    s = db_session()
+def guarded_sign_in(key: str, too_many: str, wrong: str, authenticate, page, check_first: bool = False):
+    """Authenticate, slowing failures per client address and per account: (row, None), or (None, the error response).
+
+    A wait refuses only wrong credentials: the right one signs in from another address while the account is
+    hammered. With check_first (unguessable tokens) it signs in from the failing address too; without it
+    (passwords, which can be guessed) that address waits out its backoff before anything it sends is checked.
+    """
+    from . import throttle
+    cfg, s = current_app.config, db_session()
+    limits = (int(cfg["WEB_SIGNIN_LIMIT"]), float(cfg["WEB_SIGNIN_BACKOFF_S"]), float(cfg["WEB_SIGNIN_WINDOW_S"]))
+    key, address = throttle.fit(key), throttle.address_key()
+    address_wait = throttle.wait_s(s, address, *limits)
+    if address_wait and not check_first:
+        return None, _too_many(page, "Too many failed sign-ins from your address", address_wait)
     row = authenticate(s)
-    if row is None:
-        count_rate(key)
-        return None, (page(wrong), 401)
-    store_web.clear_events(s, key)
+    if row is not None:
+        store_web.clear_events(s, key)  # not the address's: one valid account must not reset a guesser's count
+        s.commit()
+        return row, None
+    account_wait = throttle.wait_s(s, key, *limits)
+    for k in (address, key):
+        store_web.record_event(s, k)
     s.commit()
-    return row, None
+    if address_wait or account_wait:
+        return None, _too_many(page, too_many if account_wait else "Too many failed sign-ins from your address",
+                               max(address_wait or 0, account_wait or 0))
+    return None, (page(wrong), 401)
+
+
+def _too_many(page, what: str, wait: float):
+    """A 429 sign-in page saying how long to wait."""
+    seconds = math.ceil(wait)
+    return page(f"{what}: please wait {seconds} s and try again."), 429, {"Retry-After": str(seconds)}
 
 
 def error_page(status: int, title: str, message: str, headers: dict | None = None):

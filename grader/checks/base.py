@@ -1,4 +1,5 @@
 """What a check is: stages to run in the sandbox, and a verdict computed from their outputs."""
+import hashlib
 import zlib
 from dataclasses import dataclass, field
 
@@ -43,9 +44,15 @@ class Context:
         """A generator seeded by the grading seed and the check, so checks draw independent inputs."""
         return torch.Generator().manual_seed(self.seed * 1_000_003 + zlib.crc32(check_id.encode()))
 
+    def public_seed(self, label: str) -> int:
+        """A seed for use inside the sandbox, one-way from the secret seed: the sandbox sees it, and from it
+        neither the grading seed nor any other label's seed (held-out data, other checks) can be recovered."""
+        digest = hashlib.sha256(f"{self.seed}\0{label}".encode()).digest()
+        return int.from_bytes(digest[:8], "big") % (2 ** 31)
+
     def model_params(self, **extra) -> dict:
-        """Probe parameters for a model check: track, config and seed."""
-        return {"track": self.track, "config": check_config(self.track), "seed": self.seed % (2 ** 31), **extra}
+        """Probe parameters for a model check: track, config and the model's public seed."""
+        return {"track": self.track, "config": check_config(self.track), "seed": self.public_seed("model"), **extra}
 
     def tokens(self, gen: torch.Generator, *shape) -> torch.Tensor:
         """Ordinary token IDs (no specials)."""

@@ -22,7 +22,7 @@ def plan(ctx):
     inputs = model_batch(ctx, ctx.generator(ID), B, T)
     # a second batch: the reloaded logits must differ between the two (a constant model reloads trivially)
     inputs.update({f"{k}_other": other_tokens(ctx, inputs[k]) for k in ("ids", "src", "tgt") if k in inputs})
-    other_seed = (ctx.seed * 7919 + 17) % (2 ** 31)
+    other_seed = ctx.public_seed("checkpoint_reload.other")
     return [Stage(SAVE, "checkpoint_save", inputs, ctx.model_params()),
             Stage(LOAD, "checkpoint_load", inputs, ctx.model_params(seed=other_seed), input_from=SAVE)]
 

@@ -1,7 +1,13 @@
-"""no_shortcuts: no nn.Transformer*, nn.MultiheadAttention, SDPA, multi_head_attention_forward or torch.nn.attention."""
+"""no_shortcuts: no forbidden attention shortcut, and no construct that could hide which function is called.
+
+Two layers. The judge reads the source's AST (grader.shortcuts), never running it: forbidden names, through
+aliases, and every dynamic access (a computed getattr, __dict__, vars(), eval, importlib, torch.ops, ...) fail
+with their line. The run-time trap in the sandbox records calls of the wrapped functions and, below them, of
+aten ops and kernels whose names are attention shortcuts.
+"""
 import torch
 
-from ..source import shortcut_uses
+from ..shortcuts import shortcut_uses
 from .base import Stage, Verdict
 from .batches import model_batch
 
@@ -24,14 +30,16 @@ def plan(ctx):
 
 
 def verdict(ctx, stages, outcomes):
-    """Fail on any forbidden name in the source (outside docstrings) or any recorded call."""
+    """Fail on any forbidden or hiding construct in the source (outside docstrings) or any recorded call."""
     v = Verdict(ID)
     static = shortcut_uses(ctx.source.tree)
-    calls = outcomes[ID].facts.get("calls")
+    calls = outcomes[ID].facts.get("calls")  # a list of short labels: grader.frames checked it
     if static:
-        v.problem("the source uses a forbidden shortcut: " + "; ".join(static[:5]) +
-                  " (attention must be built from projections, scores, softmax and value mixing)")
+        more = f" (and {len(static) - 5} more)" if len(static) > 5 else ""
+        v.problem("the source uses a forbidden shortcut or hides what it calls: " + "; ".join(static[:5]) + more +
+                  " (attention must be built from projections, scores, softmax and value mixing, and every "
+                  "function called by its written name; see docs/contract.md)")
     if isinstance(calls, list) and calls:
-        v.problem("calls to forbidden shortcuts were recorded while running the submission: " + ", ".join(map(str, calls)))
+        v.problem("calls to forbidden shortcuts were recorded while running the submission: " + ", ".join(calls[:8]))
     v.metrics.update(static_hits=len(static), recorded_calls=len(calls) if isinstance(calls, list) else 0)
-    return v.result("no forbidden shortcut in the source, and none called at run time")
+    return v.result("no forbidden shortcut or hidden call in the source, and none called at run time")

@@ -1,4 +1,5 @@
 """Tensor comparisons that say what differs, by how much and where, as torch.testing.assert_close does."""
+import math
 from dataclasses import dataclass
 
 import torch
@@ -27,6 +28,9 @@ class Mismatch:
 
     def describe(self, what: str) -> str:
         """One sentence for a student."""
+        if not (math.isfinite(self.actual) and math.isfinite(self.expected)):
+            return (f"{what}: {self.count} of {self.total} values differ; at {self.location} got {self.actual:.6g}, "
+                    f"expected {self.expected:.6g} (a non-finite value never counts as equal, even to itself)")
         return (f"{what}: {self.count} of {self.total} values differ; the largest difference is "
                 f"{self.max_abs:.3g} at {self.location} (got {self.actual:.6g}, expected {self.expected:.6g})")
 
@@ -68,14 +72,18 @@ def unravel(flat: int, shape) -> tuple[int, ...]:
 
 
 def mismatch(actual, expected, atol: float, rtol: float, axes) -> Mismatch | None:
-    """None when close (|a - e| <= atol + rtol * |e| everywhere), else where and by how much."""
+    """None when close (|a - e| <= atol + rtol * |e| everywhere, all finite), else where and by how much.
+
+    Non-finite values never compare equal: +inf against +inf or NaN against NaN is a mismatch, reported first.
+    """
     a, e = actual.detach().to(torch.float64), expected.detach().to(torch.float64)
     diff = (a - e).abs()
-    bad = diff > atol + rtol * e.abs()
-    bad |= torch.isnan(a) != torch.isnan(e)
+    nonfinite_ = ~torch.isfinite(a) | ~torch.isfinite(e)
+    bad = (diff > atol + rtol * e.abs()) | nonfinite_
     if not bad.any():
         return None
-    diff = torch.where(torch.isnan(diff), torch.full_like(diff, float("inf")), diff)
+    # a non-finite position is the worst (it is named first); else the largest finite difference
+    diff = torch.where(nonfinite_, torch.full_like(diff, float("inf")), diff)
     flat = int(torch.argmax(torch.where(bad, diff, torch.zeros_like(diff))))
     index = unravel(flat, diff.shape)
     return Mismatch(int(bad.sum()), bad.numel(), float(diff[index]), index, float(a[index]), float(e[index]),

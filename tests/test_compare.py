@@ -42,3 +42,31 @@ def test_unravel_matches_torch_unravel_index():
             n *= size
         for flat in range(n):
             assert unravel(flat, torch.Size(shape)) == tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), shape))
+
+
+def test_infinity_never_equals_infinity():
+    a = torch.zeros(2, 3, dtype=torch.float64)
+    a[1, 2] = float("inf")
+    miss = mismatch(a, a.clone(), atol=1, rtol=1, axes=("row", "col"))
+    assert miss is not None and miss.index == (1, 2) and miss.count == 1
+    assert "at row 1, col 2 got inf, expected inf (a non-finite value never counts as equal" in miss.describe("x")
+
+
+def test_nan_never_equals_nan():
+    a = torch.full((4,), float("nan"), dtype=torch.float64)
+    miss = mismatch(a, a.clone(), atol=1e9, rtol=1e9, axes=("i",))
+    assert miss is not None and miss.count == 4 and miss.index == (0,)
+
+
+def test_nonfinite_reference_is_a_mismatch_even_where_the_answer_is_finite():
+    a, e = torch.zeros(3, dtype=torch.float64), torch.zeros(3, dtype=torch.float64)
+    e[2] = float("-inf")
+    miss = mismatch(a, e, atol=1, rtol=0, axes=("i",))
+    assert miss.index == (2,) and "expected -inf" in miss.describe("x")
+
+
+def test_nonfinite_is_named_before_a_larger_finite_difference():
+    a, e = torch.zeros(3, dtype=torch.float64), torch.zeros(3, dtype=torch.float64)
+    a[0], a[2] = 1e6, float("nan")
+    miss = mismatch(a, e, atol=1e-3, rtol=0, axes=("i",))
+    assert miss.index == (2,) and miss.count == 2

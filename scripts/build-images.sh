@@ -99,10 +99,16 @@ REDIS_IMAGE=$(service_image redis redis:7 grader-redis:local)
 POSTGRES_IMAGE=$(service_image postgres postgres:15 grader-postgres:local)
 
 mkdir -p build
-cat >build/compose.env <<ENVEOF
+# The stack's session key: random, kept across rebuilds (a new one signs everyone out); GRADER_SECRET_KEY wins.
+SECRET_KEY=${GRADER_SECRET_KEY:-$(sed -n 's/^GRADER_SECRET_KEY=//p' build/compose.env 2>/dev/null || true)}
+[ -n "$SECRET_KEY" ] || SECRET_KEY=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+(umask 077; cat >build/compose.env.new <<ENVEOF
 GRADER_APP_IMAGE=$APP_IMAGE
 GRADER_RUNNER_IMAGE=$RUNNER_IMAGE
 GRADER_REDIS_IMAGE=$REDIS_IMAGE
 GRADER_POSTGRES_IMAGE=$POSTGRES_IMAGE
+GRADER_SECRET_KEY=$SECRET_KEY
 ENVEOF
+)
+mv build/compose.env.new build/compose.env
 log "images: app $APP_IMAGE, runner $RUNNER_IMAGE, redis $REDIS_IMAGE, postgres $POSTGRES_IMAGE (build/compose.env)"

@@ -19,7 +19,11 @@ export GRADER_SANDBOX_BACKEND=process GRADER_SANDBOX=process
 export GRADER_ENFORCE_ATTEMPTS=${GRADER_ENFORCE_ATTEMPTS:-false}
 RUNDIR=$GRADER_INSTANCE_PATH/run
 LOGDIR=$GRADER_INSTANCE_PATH/logs
+# The instance holds every submission, token hash and log: the sandbox uids on this host must read none of it.
+# Everything this script and its processes write there is 0600 in 0700 folders (installs run under umask 022).
+umask 077
 mkdir -p "$RUNDIR" "$LOGDIR"
+chmod -R go-rwx "$GRADER_INSTANCE_PATH"
 log() { echo "[run] $*"; }
 die() { echo "[run] error: $*" >&2; exit 1; }
 alive() { [ -f "$RUNDIR/$1.pid" ] && kill -0 "$(cat "$RUNDIR/$1.pid")" 2>/dev/null; }
@@ -39,7 +43,7 @@ else
         [ "$(id -u)" = 0 ] || die "redis-server is not installed (sudo apt-get install redis-server)"
         log "installing redis-server"
         export DEBIAN_FRONTEND=noninteractive
-        apt-get install -y -q redis-server >/dev/null 2>&1 || { apt-get update -q >/dev/null; apt-get install -y -q redis-server >/dev/null; }
+        (umask 022; apt-get install -y -q redis-server >/dev/null 2>&1 || { apt-get update -q >/dev/null; apt-get install -y -q redis-server >/dev/null; })
     fi
     log "starting redis-server on $RPORT (data and log in $GRADER_INSTANCE_PATH)"
     redis-server --port "$RPORT" --bind 127.0.0.1 --daemonize yes --dir "$GRADER_INSTANCE_PATH" \
@@ -56,10 +60,8 @@ fi
 "$BIN/grader" roster add demo --name "Demo Student" >/dev/null 2>&1 || true
 TOKEN=$("$BIN/grader" token create --student demo --label "make run" | tail -1)
 INSTRUCTOR=$("$BIN/grader" token create --instructor --label "make run" | tail -1)
-umask 077
 printf '%s\n' "$TOKEN" >"$GRADER_INSTANCE_PATH/demo-student.token"
 printf '%s\n' "$INSTRUCTOR" >"$GRADER_INSTANCE_PATH/demo-instructor.token"
-umask 022
 
 # 4. Web and worker in the background (restarted if already running from an earlier make run).
 start() {  # NAME COMMAND...

@@ -40,7 +40,7 @@ def served(tmp_path, request):
     """`grader serve` with the given arguments on SQLite, until the test ends; yields (process, port, url)."""
     port, url = free_port(), f"sqlite:///{tmp_path}/grader.sqlite"
     env = {**os.environ, "GRADER_INSTANCE_PATH": str(tmp_path / "instance"), "GRADER_DATABASE_URL": url,
-           "GRADER_BROKER_URL": "memory://", "GRADER_SECRET_KEY": "test"}
+           "GRADER_BROKER_URL": "memory://", "GRADER_SECRET_KEY": "test-" + "k" * 32}
     with open(tmp_path / "serve.log", "wb") as log:
         proc = subprocess.Popen([str(BIN / "grader"), "serve", "--port", str(port), *request.param], env=env,
                                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True)

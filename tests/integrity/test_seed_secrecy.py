@@ -1,0 +1,68 @@
+"""The grading seed never enters the sandbox: every seed in job.json is Context.public_seed(label), one-way."""
+import json
+
+import pytest
+
+from grader.checks import CHECKS
+from grader.checks.base import Context
+from grader.judge import Options, write_job
+from grader.sandbox.base import new_job_dir
+from grader.source import read_source
+from integrity_support import ROOT
+
+SECRET = 8_271_553_904_117  # above 2**31, so its reduction is a second value to look for
+LEAKS = {SECRET, SECRET % 2 ** 31, SECRET % 2 ** 32, SECRET % 2 ** 63}
+
+
+def numbers(value):
+    """Every int in a JSON value, iteratively."""
+    stack, found = [value], []
+    while stack:
+        item = stack.pop()
+        if isinstance(item, bool):
+            continue
+        if isinstance(item, int):
+            found.append(item)
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return found
+
+
+def job_for(track: str, check) -> tuple[dict, str]:
+    """job.json as the judge writes it for one check of one reference, and its raw text."""
+    source = read_source((ROOT / "submissions" / f"reference_{track}.py").read_bytes())
+    ctx = Context(SECRET, source)
+    stages = check.plan(ctx)
+    job_dir = new_job_dir()
+    try:
+        for stage in stages:  # stages that depend on earlier results build their inputs then; here: empty
+            if callable(getattr(stage, "inputs", None)):
+                stage.inputs = {}
+        write_job(job_dir, source.text, stages, Options(seed=SECRET))
+        text = (job_dir / "job.json").read_text()
+    finally:
+        import shutil
+        shutil.rmtree(job_dir, ignore_errors=True)
+    return json.loads(text), text
+
+
+@pytest.mark.parametrize("track", ["lm", "reverse"])
+@pytest.mark.parametrize("check", CHECKS, ids=[c.ID for c in CHECKS])
+def test_job_json_holds_no_form_of_the_secret_seed(check, track):
+    job, text = job_for(track, check)
+    leaked = sorted(set(numbers(job)) & LEAKS)
+    assert not leaked, f"{check.ID}: job.json holds {leaked}, a form of the grading seed"
+    for value in LEAKS:
+        assert str(value) not in text, f"{check.ID}: job.json spells {value}"
+
+
+def test_public_seeds_are_one_way_and_distinct():
+    source = read_source((ROOT / "submissions" / "reference_lm.py").read_bytes())
+    ctx, other = Context(SECRET, source), Context(SECRET + 1, source)
+    seeds = {ctx.public_seed(label) for label in ("model", "checkpoint_reload.other", "training", "evaluation")}
+    assert len(seeds) == 4 and all(0 <= s < 2 ** 31 for s in seeds)
+    assert ctx.public_seed("model") == ctx.public_seed("model"), "deterministic: the same grading replays"
+    assert ctx.public_seed("model") != other.public_seed("model")
+    assert ctx.model_params()["seed"] == ctx.public_seed("model") not in LEAKS

@@ -151,6 +151,8 @@ class Scanner:
         # a bare name is the student's own (class Transformer is fine) unless an import bound it (flagged there)
         if node.id in DYNAMIC_BUILTINS:
             self.hit(node, f"uses {DYNAMIC_BUILTINS[node.id]}")
+        elif node.id in self.aliases and self.aliases[node.id] != node.id and self.module_problem(self.aliases[node.id]):
+            self.hit(node, f"uses {node.id} ({self.module_problem(self.aliases[node.id])})")
         elif node.id in ATTR_BUILTINS:
             # a direct call is judged in visit_Call; as a value (g = getattr) it hides every later call
             if id(node) not in self.called:

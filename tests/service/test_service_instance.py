@@ -1,0 +1,232 @@
+"""The instance keeps its secrets: no placeholder key, a random 0600 key of its own, 0700/0600 after a full `make run`,
+and a submission graded by that service's worker reads none of it (issue 15)."""
+import json
+import os
+import re
+import secrets
+import signal
+import stat
+import subprocess
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from .svc_cluster import BIN, free_port, wait_for
+from .svc_helpers import unavailable
+
+ROOT = Path(__file__).resolve().parents[2]
+SANDBOX_UID = 61000 + 63  # the last uid of the sandbox pool (grader/sandbox/uids.py): what a submission runs as
+
+
+def grader(args, env, timeout=120):
+    return subprocess.run([str(BIN / "grader"), *args], env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def base_env(tmp_path) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GRADER_")}
+    env.update(GRADER_INSTANCE_PATH=str(tmp_path / "instance"), GRADER_BROKER_URL="memory://")
+    return env
+
+
+# ---------------------------------------------------------------- the key
+
+@pytest.mark.parametrize("how", ["env-dev", "env-change-me", "config-dev", "env-short"])
+def test_grader_serve_refuses_a_placeholder_key(tmp_path, how):
+    env = base_env(tmp_path)
+    if how == "config-dev":
+        (tmp_path / "instance").mkdir()
+        (tmp_path / "instance" / "config.py").write_text('SECRET_KEY = "dev"\n')
+    else:
+        env["GRADER_SECRET_KEY"] = {"env-dev": "dev", "env-change-me": "change-me", "env-short": "hunter2"}[how]
+    proc = grader(["serve", "--port", str(free_port())], env, timeout=60)
+    assert proc.returncode != 0, f"grader serve started with a forgeable key ({how})"
+    assert "SECRET_KEY" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_a_fresh_instance_gets_a_random_0600_key_that_serve_uses(tmp_path):
+    env = base_env(tmp_path)
+    env["GRADER_DATABASE_URL"] = f"sqlite:///{tmp_path}/instance/grader.sqlite"
+    port = free_port()
+    with open(tmp_path / "serve.log", "wb") as log:
+        proc = subprocess.Popen([str(BIN / "grader"), "serve", "--port", str(port), "--workers", "2"], env=env,
+                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        def up():
+            assert proc.poll() is None, (tmp_path / "serve.log").read_text()
+            try:
+                return urllib.request.urlopen(f"http://127.0.0.1:{port}/signin", timeout=5)
+            except OSError:
+                return None
+        page = wait_for(up, 60, what="grader serve to answer")
+        key_file = tmp_path / "instance" / "secret_key"
+        assert stat.S_IMODE(key_file.stat().st_mode) == 0o600, oct(key_file.stat().st_mode)
+        assert stat.S_IMODE((tmp_path / "instance").stat().st_mode) == 0o700
+        key = key_file.read_text().strip()
+        assert re.fullmatch(r"[0-9a-f]{64}", key), "256 random bits, hex"
+        cookie = page.headers["Set-Cookie"].split("session=", 1)[1].split(";", 1)[0]
+        from flask import Flask
+        from flask.sessions import SecureCookieSessionInterface
+        for secret, valid in ((key, True), ("dev", False)):
+            app = Flask("check")
+            app.secret_key = secret
+            serializer = SecureCookieSessionInterface().get_signing_serializer(app)
+            try:
+                serializer.loads(cookie)
+                ok = True
+            except Exception:
+                ok = False
+            assert ok is valid, f"the served cookie {'should' if valid else 'must not'} verify with {secret[:6]}..."
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
+    second = tmp_path / "second"
+    env2 = {**env, "GRADER_INSTANCE_PATH": str(second), "GRADER_DATABASE_URL": f"sqlite:///{second}/g.sqlite"}
+    assert grader(["db", "upgrade"], env2).returncode == 0
+    assert (second / "secret_key").read_text().strip() != key, "every instance has a key of its own"
+    assert grader(["db", "current"], env).returncode == 0
+    assert key_file.read_text().strip() == key, "the key is made once, then kept"
+
+
+# ---------------------------------------------------------------- a full `make run`, then attacks on its instance
+
+def private_problems(root: Path) -> list[str]:
+    """Every path under root that group or others may use, or a folder that is not 0700."""
+    problems = []
+    for folder, dirs, files in os.walk(root):
+        for name in [folder] + [os.path.join(folder, f) for f in files]:
+            st = os.lstat(name)
+            if stat.S_ISLNK(st.st_mode):
+                continue
+            mode = stat.S_IMODE(st.st_mode)
+            if (stat.S_ISDIR(st.st_mode) and mode != 0o700) or mode & 0o077:
+                problems.append(f"{name} {oct(mode)}")
+    return problems
+
+
+@pytest.fixture(scope="module")
+def make_run():
+    """scripts/run-local.sh (what `make run` runs) on an instance of its own, on the machine's Redis (a db and queue
+    of our own); the instance's parent is world-traversable, so only the instance's own modes protect it."""
+    if os.geteuid() != 0:
+        pytest.skip("make run's process sandbox needs root (a uid per run)")
+    top = Path(tempfile.mkdtemp(prefix="grader-make-run-"))
+    os.chmod(top, 0o755)
+    instance = top / "instance"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GRADER_")}
+    env.update(GRADER_INSTANCE_PATH=str(instance), GRADER_PORT=str(free_port()), RUN_TIMEOUT_S="900",
+               GRADER_BROKER_URL=f"redis://127.0.0.1:6379/{secrets.randbelow(14) + 1}",
+               GRADER_QUEUE=f"grader-perm-{secrets.token_hex(3)}")
+    try:
+        import redis
+        redis.Redis(host="127.0.0.1", port=6379, socket_timeout=2).ping()
+    except Exception as exc:
+        unavailable(f"no Redis on 127.0.0.1:6379 for make run: {exc}")
+    proc = subprocess.run(["scripts/run-local.sh"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=1500)
+    try:
+        assert proc.returncode == 0, f"make run failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+        yield instance, f"http://127.0.0.1:{env['GRADER_PORT']}", proc.stdout
+    finally:
+        for pid_file in (instance / "run").glob("*.pid"):  # what run-local.sh started (as make stop does)
+            try:
+                os.killpg(int(pid_file.read_text()), signal.SIGTERM)
+            except (OSError, ValueError):
+                pass
+        time.sleep(2)
+        subprocess.run(["rm", "-rf", str(top)])
+
+
+def call(url: str, token: str, method: str = "GET", body: bytes | None = None, raw: bool = False):
+    req = urllib.request.Request(url, data=body, method=method, headers={"Authorization": f"Bearer {token}",
+                                                                         "Content-Type": "text/x-python"})
+    with urllib.request.urlopen(req, timeout=60) as r:
+        data = r.read()
+    return data if raw else json.loads(data)
+
+
+# At import time, as the student's code runs first: which of the service's files can it open?
+ATTACK = '''
+import glob as _g, os as _o
+_targets = {targets!r}
+_targets += _g.glob("/tmp/grader-job-*/submission.py") + _g.glob("/tmp/grader-job-*/job.json")
+_mine = _o.path.dirname(_o.path.abspath(__file__))
+_got = []
+for _p in _targets:
+    if _p.startswith(_mine):
+        continue
+    try:
+        if _o.path.isdir(_p):
+            _o.listdir(_p)
+        else:
+            open(_p, "rb").read(16)
+        _got.append(_p)
+    except OSError:
+        pass
+try:
+    open(_o.path.join(_mine, "job.json")).read(16)
+    _control = "own-job-readable"
+except OSError as _e:
+    _control = f"own-job-unreadable {{_e}}"
+raise RuntimeError(f"{{_control}} readable={{sorted(_got)}}"[:900])
+'''
+
+
+def service_paths(instance: Path) -> list[str]:
+    paths = [str(instance)]
+    for folder, dirs, files in os.walk(instance):
+        paths += [os.path.join(folder, d) for d in dirs] + [os.path.join(folder, f) for f in files]
+    return paths
+
+
+def test_a_submission_graded_by_make_runs_worker_reads_nothing_of_the_service(make_run):
+    instance, url, _ = make_run
+    names = {p.name for p in instance.iterdir()}
+    assert {"grader.sqlite", "secret_key", "demo-student.token", "logs", "submissions"} <= names, names
+    targets = service_paths(instance)
+    token = (instance / "demo-student.token").read_text().strip()
+    source = (ROOT / "submissions" / "reference_lm.py").read_text() + ATTACK.format(targets=targets)
+    sub = call(f"{url}/api/v1/assignments/demo/submissions?filename=reader.py", token, "POST", source.encode())
+    status = wait_for(lambda: (lambda s: s if s["status"] in ("done", "failed") else None)(
+        call(f"{url}/api/v1/submissions/{sub['id']}", token)), 900, interval=1, what="the attack to be graded")
+    assert status["status"] == "done", status
+    report = call(f"{url}/api/v1/submissions/{sub['id']}/result", token)["report"]
+    messages = [c.get("message") or "" for c in report["checks"] if c["status"] == "error"]
+    said = next((m for m in messages if "readable=" in m), None)
+    assert said is not None, f"the attack's import-time error is not in the report: {messages[:3]}"
+    assert "own-job-readable" in said, f"the attack could not even read its own job (the test proves nothing): {said}"
+    assert "readable=[]" in said, f"the sandbox read the service's files: {said}"
+
+
+def test_the_sandbox_uid_itself_can_open_nothing_in_the_instance(make_run):
+    """The layer under the namespaces: with bubblewrap off (GRADER_SANDBOX_ALLOW_WEAK) only the modes protect it."""
+    instance, _, _ = make_run
+    probe = ("import json, os, sys\ngot = []\nfor p in json.load(sys.stdin):\n"
+             "    try:\n        os.listdir(p) if os.path.isdir(p) else open(p, 'rb').read(1)\n        got.append(p)\n"
+             "    except OSError:\n        pass\nprint(json.dumps(got))\n")
+
+    def as_sandbox_uid():
+        os.setgroups([])
+        os.setgid(SANDBOX_UID)
+        os.setuid(SANDBOX_UID)
+    paths = [p for p in service_paths(instance) if p != str(instance)] + [str(instance)]
+    out = subprocess.run(["/usr/bin/python3", "-I", "-c", probe], input=json.dumps(paths), capture_output=True,
+                         text=True, preexec_fn=as_sandbox_uid, timeout=60, cwd="/")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == [], f"uid {SANDBOX_UID} opened: {out.stdout}"
+
+
+def test_the_instance_is_private_after_a_full_run(make_run):
+    instance, url, _ = make_run
+    instructor = (instance / "demo-instructor.token").read_text().strip()
+    csv = call(f"{url}/api/v1/assignments/demo/export?format=csv", instructor, raw=True)
+    assert b"demo" in csv
+    with urllib.request.urlopen(f"{url}/signin", timeout=30) as r:  # a page: sessions, rate events in the store
+        assert r.status == 200
+    uploads = list((instance / "submissions").rglob("*.py"))
+    assert uploads, "the archive holds the uploads"
+    assert {"web.log", "worker.log"} <= {p.name for p in (instance / "logs").iterdir()}
+    problems = private_problems(instance)
+    assert problems == [], "readable or writable by group/others, or a folder not 0700:\n" + "\n".join(problems)

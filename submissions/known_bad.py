@@ -59,7 +59,7 @@ KNOWN_BAD: tuple[Bug, ...] = (
         base="reference_lm.py",
         old="            mask = mask.to(device=ids.device, dtype=torch.bool)  # (B, T)\n",
         new="            mask = ~mask.to(device=ids.device, dtype=torch.bool)  # (B, T)\n",
-        fails=frozenset({"padding"}),
+        fails=frozenset({"padding", "causality"}),
         about="The model reads the padding mask the wrong way round (True = padding), so when a mask is "
         "given, real tokens attend to the padding and ignore each other.",
     ),

@@ -52,7 +52,8 @@ class Bare:
 def variants(skip_docker: bool):
     from grader.sandbox import ProcessSandbox
     from grader.sandbox import docker as docker_backend
-    out = [("bare", Bare()), ("process", ProcessSandbox()), ("process-no-bwrap", ProcessSandbox(bwrap=False))]
+    out = [("bare", Bare()), ("process", ProcessSandbox()),
+           ("process-no-bwrap", ProcessSandbox(bwrap=False, allow_weak=True))]  # deliberately weaker
     why = "skipped (--no-docker)" if skip_docker else (docker_backend.engine_answers() or docker_backend.image_present())
     if why is None:
         out.append(("docker", docker_backend.DockerSandbox()))

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from grader.sandbox import seccomp
+from grader.sandbox import bwrap, seccomp
 from grader.sandbox.cgroup import CgroupUnavailable, RunCgroup
 from grader.sandbox.uids import lease_uid
 from test_sandbox_support import backend_params, layer_missing, require_backend
@@ -196,7 +196,7 @@ def test_without_bwrap_attack_is_still_contained(attack, attack_env, as_root):
     from grader.sandbox import Limits
     from test_sandbox_support import Recorder, leftovers
     text = REFERENCE.read_text() + "\n\n" + attack_env.fill((ATTACKS_DIR / f"{attack}.py").read_text())
-    recorder = Recorder("process", bwrap=False)
+    recorder = Recorder("process", bwrap=False, allow_weak=True)  # deliberately weaker: must be said
     report = grade_bytes(text.encode(), f"{attack}.py", Options(only=CHECKS, limits=Limits(**LIMITS)), sandbox=recorder)
     expect = metadata(attack)["EXPECT"]
     got = {c["id"]: c["status"] for c in report["checks"]}
@@ -205,6 +205,7 @@ def test_without_bwrap_attack_is_still_contained(attack, attack_env, as_root):
     assert leftovers("process", recorder.runs[0], recorder.job_dirs[0], recorder.ended[0]) == []
     assert attack_env.canary not in str(report) and attack_env.contacts == []
     assert recorder.runs[0].layers["bwrap"] == "off (configured)"
+    assert report["sandbox"]["weak"] is True and bwrap.LAYER not in report["sandbox"]["layers"], report["sandbox"]
 
 
 @pytest.fixture(scope="module")

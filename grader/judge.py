@@ -5,6 +5,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import torch
 from safetensors.torch import save_file
 
 from . import CONTRACT_VERSION, __version__
@@ -93,9 +94,12 @@ def write_job(job_dir: Path, text: str, stages, options: Options) -> None:
     written[0].write_text(text, encoding="utf-8")
     for stage in stages:
         path = job_dir / "inputs" / f"{stage.key}.safetensors"
-        save_file({k: v.contiguous() for k, v in stage.inputs.items()}, path)
+        # own storage each: inputs may be views of one another (a few rows of a batch), which safetensors refuses
+        save_file({k: v.detach().clone(memory_format=torch.contiguous_format) for k, v in stage.job_inputs().items()},
+                  path)
         written.append(path)
     job = {"stages": [{"key": s.key, "probe": s.probe, "params": s.params, "input_from": s.input_from,
+                       "interactive": s.trainer is not None,
                        "budget_s": stage_budget(s, options), "mem_mb": options.limits.stage_mem_mb} for s in stages],
            "max_output_mb": options.limits.output_mb}
     written[1].write_text(json.dumps(job))
@@ -109,16 +113,64 @@ def stage_budget(stage, options: Options) -> float:
 
 
 def run_stages(text: str, stages, options: Options, sandbox: Sandbox | None, on_event):
-    """Run the stages in one sandbox; return outcomes by stage key and the run's environment and timings."""
+    """Run the stages in one sandbox, then those that must run fresh (the checks of the judge's training, held-out
+    evaluation) in a second one; return outcomes by stage key and the runs' environment and timings."""
     sandbox = sandbox or make_sandbox(options.backend)
+    first = [s for s in stages if not s.fresh]
+    outcomes, info = run_in_sandbox(text, first, options, sandbox, on_event) if first else ({}, {})
+    later = []
+    for stage in (s for s in stages if s.fresh):
+        missing = next((key for key in stage.needs if not finished(key, outcomes, stages)), None)
+        if missing is None:
+            later.append(stage)
+        else:
+            outcomes[stage.key] = StageOutcome(stage.key, "skipped", f"needs {missing}, which did not finish")
+    if later:
+        more, fresh = run_in_sandbox(text, later, options, sandbox, on_event)
+        outcomes.update(more)
+        info = merge_runs(info, fresh) if info else fresh
+    return outcomes, info
+
+
+def finished(key: str, outcomes: dict, stages) -> bool:
+    """A stage ended ok, and, for the judge's training, the judge's run went to its last step."""
+    stage = next(s for s in stages if s.key == key)
+    outcome = outcomes.get(key)
+    return outcome is not None and outcome.status == "ok" and (stage.trainer is None or stage.trainer.done)
+
+
+def run_in_sandbox(text: str, stages, options: Options, sandbox: Sandbox, on_event):
+    """Run stages in one sandbox, the judge answering its interactive stages' questions as they come."""
     prepared = sandbox.prepare(options.limits)
     try:
         write_job(prepared.job_dir, text, stages, options)
+        trainers = {s.key: s.trainer for s in stages if s.trainer is not None}
+        if trainers:
+            prepared.talk(lambda header, blob, reply: answer(trainers, header, blob, reply))
         wall = options.limits.startup_s + sum(stage_budget(s, options) for s in stages) + 10
         run = prepared.run(wall, on_event)
     finally:
         prepared.close()
     return collect(run, stages), run_summary(run, options)
+
+
+def answer(trainers: dict, header: dict, blob: bytes, reply) -> None:
+    """Route a question to the trainer of its stage; one from no training stage is answered with stop."""
+    trainer = trainers.get(header.get("stage")) if isinstance(header.get("stage"), str) else None
+    if trainer is None:
+        reply({"kind": "stop"})
+    else:
+        trainer.on_ask(header, blob, reply)
+
+
+def merge_runs(first: dict, second: dict) -> dict:
+    """One report part for two sandbox runs: the first's environment and sandbox, both runs' timings."""
+    merged = dict(first)
+    timings = dict(first.get("timings", {}))
+    timings["stages"] = {**timings.get("stages", {}), **second.get("timings", {}).get("stages", {})}
+    timings["fresh_sandbox_s"] = second.get("timings", {}).get("sandbox_s")
+    merged["timings"] = timings
+    return merged
 
 
 def collect(run, stages) -> dict:
@@ -186,7 +238,9 @@ def decide(check, ctx: Context, plan, outcomes: dict, graded: set = frozenset())
             continue
         if outcome.status == "skipped" or stage.key.split(".")[0] in graded - {check.ID}:
             # What failed is another check's stage (evaluation's training run): that check reports the failure.
-            result = skipped(check.ID, stage.input_from if outcome.status == "skipped" else stage.key, outcomes)
+            source = (stage.input_from or (stage.needs[0] if stage.needs else stage.key)) \
+                if outcome.status == "skipped" else stage.key
+            result = skipped(check.ID, source, outcomes)
         else:
             result = stage_failure(check.ID, outcome)
         break
@@ -217,7 +271,8 @@ def skipped(check_id: str, source: str, outcomes: dict) -> CheckResult:
     """A check that needs another check's stage (evaluation needs training's model), which did not succeed."""
     before = outcomes.get(source)
     owner = source.split(".")[0]
-    why = UNFINISHED.get(before.status, before.status) if before is not None else "was not run"
+    # "ok" with a dependant skipped: the stage ended, but the judge's training run in it did not reach its end
+    why = UNFINISHED.get(before.status, "did not finish") if before is not None else "was not run"
     return CheckResult(check_id, "skipped", f"not run: it needs what {owner} produces ({source}), which {why}; "
                                             f"see {owner}")
 

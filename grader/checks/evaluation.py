@@ -1,17 +1,20 @@
-"""evaluation: the trained model on held-out data the run never saw, judged from the logits it returns.
+"""evaluation: the judge's trained weights on held-out inputs, in a fresh sandbox; every metric computed by the judge.
 
+The sandbox gets inputs only (the targets stay with the judge) and returns logits and generated tokens.
 Track A: teacher-forced token accuracy and greedy exact match with cached decoding, reported
 separately, on rows drawn from another seed (rows that duplicate a training row are counted).
 Track B: held-out (test) mean cross-entropy and perplexity against a unigram baseline fitted on the
-training text, fixed-prompt samples with their settings, and the cyclic-pattern mechanics task. In
-both tracks the untrained model (same seed) is evaluated too: it must not already solve the task.
+training text, fixed-prompt samples with their settings, and the cyclic-pattern mechanics task (trained
+by the judge too, and checked like training). In both tracks the untrained model (same seed) is
+evaluated too: it must not already solve the task. Causality is checked again on the evaluation inputs
+themselves: changing a later real token, with and without padding, must leave earlier logits unchanged.
 """
 
 import torch
 import torch.nn.functional as F
 
 from ..compare import nonfinite, shape_problem
-from ..configs import EVALUATION, EVALUATION_LIMITS, SPECIAL, TRAIN_MODEL, TRAINING
+from ..configs import EVALUATION, EVALUATION_LIMITS, FIRST_ORDINARY, SPECIAL, TRAIN_MODEL, TRAINING
 from ..data.cyclic import cyclic_rows
 from ..data.reverse import duplicated_rows, exact_matches, reverse_rows
 from ..data.text import bigram_ce, perplexity, shipped_corpus, tiled_windows, unigram_logprobs
@@ -27,54 +30,133 @@ METRICS = ("token_accuracy", "exact_match", "exact_match_unseen", "heldout_rows"
            "unigram_loss", "bigram_loss", "oracle_loss", "floor_ratio", "heldout_unknown", "cyclic_accuracy",
            "cyclic_accuracy_full_prefix", "cyclic_untrained_accuracy", "samples")
 HELDOUT, CYCLIC = ID + ".heldout", ID + ".cyclic"
+CYCLIC_RUN, CYCLIC_VERIFY = ID + ".cyclic_run", ID + ".cyclic_verify"
 PAD, BOS = SPECIAL["pad_id"], SPECIAL["bos_id"]
 AXES = ("row", "position", "vocab")
+CAUSE_ROWS = 16  # evaluation rows the causality cases use
+CAUSE_ATOL = 1e-4  # float32 eval logits of earlier positions must not move when a later token changes
 
 
-def heldout_inputs(ctx) -> tuple[dict, dict]:
-    """Held-out inputs for the sandbox, and probe parameters beyond the training ones."""
+def heldout_data(ctx) -> tuple[dict, dict, dict]:
+    """(inputs for the sandbox, targets the judge keeps, probe parameters beyond the training ones)."""
     ev = EVALUATION[ctx.track]
     if ctx.track == "lm":
         corpus, context = shipped_corpus(), TRAINING["lm"]["context"]
-        inputs = {f"{s}_rows": tiled_windows(corpus.ids(s), context, ev["heldout_windows"])
-                  for s in ("test", "validation")}
+        rows = {s: tiled_windows(corpus.ids(s), context, ev["heldout_windows"]) for s in ("test", "validation")}
+        inputs = {f"{s}_inputs": r[:, :-1].contiguous() for s, r in rows.items()}
         for i, prompt in enumerate(ev["prompts"]):
             inputs[f"prompt_{i}"] = corpus.vocab.encode(prompt)
-        return inputs, {k: ev[k] for k in ("new_tokens", "temperature", "top_k", "sample_seed")} | {
-            "prompts": len(ev["prompts"])}
+        params = {k: ev[k] for k in ("new_tokens", "temperature", "top_k", "sample_seed")} | {"prompts": len(ev["prompts"])}
+        return inputs, {f"{s}_rows": r for s, r in rows.items()}, params
     hp = TRAINING["reverse"]
     # another seed than the training rows: drawn independently, so duplicates are possible and counted
     rows = reverse_rows(ctx.generator(HELDOUT), ev["heldout_rows"], TRAIN_MODEL["reverse"]["vocab_size"],
                         hp["min_len"], hp["max_len"])
-    return rows, {}
+    return {k: rows[k] for k in ("src", "src_mask", "tgt_in")}, {"tgt_out": rows["tgt_out"]}, {}
 
 
-def cyclic_stage(ctx) -> Stage:
-    """Train a fresh decoder on the cyclic task and continue held-out prompts (Track B's mechanics check)."""
-    hp, ev, config = TRAINING["cyclic"], EVALUATION["cyclic"], {"arch": "decoder", **TRAIN_MODEL["cyclic"]}
-    args = (config["vocab_size"], hp["context"], hp["min_period"], hp["max_period"])
-    train = cyclic_rows(ctx.generator(CYCLIC + ".train"), hp["train_rows"], *args)
-    held = cyclic_rows(ctx.generator(CYCLIC + ".heldout"), ev["heldout_rows"], *args)
+def change_one(ids: torch.Tensor, real: torch.Tensor, gen: torch.Generator, vocab: int, lowest: int = 1):
+    """A copy of ids (N, T) with one real token per row, at a position >= lowest, replaced by another ordinary
+    token; and the positions (N,)."""
+    changed, where = ids.clone(), []
+    for i in range(ids.shape[0]):
+        allowed = real[i].nonzero().flatten()
+        allowed = allowed[allowed >= lowest]
+        p = int(allowed[torch.randint(0, allowed.numel(), (1,), generator=gen)])
+        other = FIRST_ORDINARY + (int(ids[i, p]) - FIRST_ORDINARY + 1 + int(torch.randint(0, vocab - FIRST_ORDINARY - 1,
+                                                                                         (1,), generator=gen))) % (vocab - FIRST_ORDINARY)
+        changed[i, p] = other
+        where.append(p)
+    return changed, torch.tensor(where)
+
+
+def causality_cases(ctx, inputs: dict, vocab: int) -> tuple[dict, dict]:
+    """Base and changed inputs on real evaluation rows: Track B without a mask and with left, right and middle
+    padding; Track A on the held-out batch (whose sources are padded). (sandbox inputs, case -> positions)."""
+    gen = ctx.generator(ID + ".causality")
+    cases, where = {}, {}
+    if ctx.track == "lm":
+        ids = inputs["test_inputs"][:CAUSE_ROWS]  # (N, T)
+        n, t = ids.shape
+        col = torch.arange(t)[None]  # (1, T)
+        masks = {"plain": None, "left": col >= 4, "right": col < t - 5, "middle": (col < 10) | (col >= 14)}
+        for name, mask in masks.items():
+            mask = None if mask is None else mask.expand(n, t).clone()
+            base = ids if mask is None else ids.masked_fill(~mask, PAD)
+            real = torch.ones_like(base, dtype=torch.bool) if mask is None else mask
+            changed, pos = change_one(base, real, gen, vocab, lowest=int(real.int().argmax(1).max()) + 1)
+            for case, batch in ((name, base), (name + "_changed", changed)):
+                cases[f"cause/{case}/ids"] = batch
+                if mask is not None:
+                    cases[f"cause/{case}/mask"] = mask
+            where[name] = (pos, real)
+        return cases, where
+    src, src_mask, tgt = (inputs[k][:CAUSE_ROWS] for k in ("src", "src_mask", "tgt_in"))
+    real = tgt != PAD
+    changed, pos = change_one(tgt, real, gen, vocab)
+    for case, batch in (("padded", tgt), ("padded_changed", changed)):
+        cases.update({f"cause/{case}/src": src, f"cause/{case}/src_mask": src_mask, f"cause/{case}/tgt": batch})
+    where["padded"] = (pos, real)
+    return cases, where
+
+
+def heldout_stage(ctx) -> Stage:
+    """The judge's final weights on held-out inputs, in a fresh sandbox once training is over."""
+    inputs, kept, extra = heldout_data(ctx)
+    vocab = training.train_config(ctx.track)["vocab_size"]
+    cases, where = causality_cases(ctx, inputs, vocab)
+    run = training.run_stage(ctx)
+    params = training.train_params(ctx, **extra, cases=sorted({k.split("/")[1] for k in cases}))
+    stage = Stage(HELDOUT, "evaluate", lambda: {**inputs, **cases, **{f"trained/{k}": v for k, v in
+                                                                       run.trainer.final_weights().items()}},
+                  params, budget_s=EVALUATION[ctx.track]["budget_s"], fresh=True, needs=(training.RUN,))
+    stage.kept, stage.where, stage.sent = kept, where, inputs
+    return stage
+
+
+def cyclic_run(ctx) -> Stage:
+    """The cyclic task's training run, trained by the judge in the first sandbox like training's."""
+    def make():
+        hp, config = TRAINING["cyclic"], {"arch": "decoder", **TRAIN_MODEL["cyclic"]}
+        args = (config["vocab_size"], hp["context"], hp["min_period"], hp["max_period"])
+        train = cyclic_rows(ctx.generator(CYCLIC + ".train"), hp["train_rows"], *args)
+        batches = torch.randint(0, hp["train_rows"], (hp["steps"], hp["batch_size"]), generator=ctx.generator(CYCLIC))
+        inputs = {"rows": train["rows"], "targets": train["targets"], "batches": batches}
+        held = cyclic_rows(ctx.generator(CYCLIC + ".heldout"), EVALUATION["cyclic"]["heldout_rows"], *args)
+        check = held["rows"][:32]
+        inputs.update(check_inputs=check[:, :-1].contiguous())
+        trainer = training.make_trainer(CYCLIC_RUN, "lm", hp, inputs, config["vocab_size"],
+                                        training.secret_of(ctx))
+        params = {"track": "lm", "config": config, "seed": ctx.public_seed(CYCLIC), "vocab_size": config["vocab_size"],
+                  "steps": hp["steps"]}
+        stage = Stage(CYCLIC_RUN, "train", inputs, params, budget_s=hp["budget_s"], trainer=trainer)
+        stage.data, stage.held = dict(inputs, check_targets=held["targets"][:32]), held
+        return stage
+    return ctx.stage_once(CYCLIC_RUN, make)
+
+
+def cyclic_stages(ctx) -> list:
+    """Track B's mechanics task: the judge's run, its checks in a fresh sandbox, and greedy continuations there."""
+    run = cyclic_run(ctx)
+    hp, ev = TRAINING["cyclic"], EVALUATION["cyclic"]
     prompt_len = ev["prompt_periods"] * hp["max_period"]
-    batches = torch.randint(0, hp["train_rows"], (hp["steps"], hp["batch_size"]), generator=ctx.generator(CYCLIC))
-    inputs = {"rows": train["rows"], "targets": train["targets"], "batches": batches,
-              "prompt": held["rows"][:, :prompt_len].clone(), "expected": held["rows"][:, prompt_len:].clone()}
-    params = {"track": "lm", "config": config, "seed": ctx.seed % (2 ** 31), "vocab_size": config["vocab_size"],
-              "continue_steps": hp["context"] + 1 - prompt_len,
-              **{k: hp[k] for k in ("steps", "lr", "betas", "weight_decay", "clip")}}
-    return Stage(CYCLIC, "cyclic", inputs, params, budget_s=hp["budget_s"])
+    held = run.held
+    params = dict(run.params, continue_steps=hp["context"] + 1 - prompt_len)
+    prompt = held["rows"][:, :prompt_len].clone()
+    cont = Stage(CYCLIC, "cyclic", lambda: {"prompt": prompt, **{f"trained/{k}": v for k, v in
+                                                                run.trainer.final_weights().items()}},
+                 params, fresh=True, needs=(CYCLIC_RUN,))
+    cont.expected = held["rows"][:, prompt_len:].clone()  # kept by the judge
+    verify = training.verify_stage(run, CYCLIC_VERIFY, training.secret_of(ctx))
+    return [run, verify, cont]
 
 
 def plan(ctx):
-    """The training run (shared with `training`: it runs once), the held-out stage on its state, and for Track B
-    the cyclic task."""
-    inputs, extra = heldout_inputs(ctx)
-    params = training.train_params(ctx, **extra)
-    heldout = Stage(HELDOUT, "evaluate", inputs, params, input_from=training.RUN,
-                    budget_s=EVALUATION[ctx.track]["budget_s"])
-    stages = [training.run_stage(ctx), heldout]
+    """The training run (shared with `training`: it runs once), the held-out stage on the judge's final weights, and
+    for Track B the cyclic task."""
+    stages = [training.run_stage(ctx), ctx.stage_once(HELDOUT, lambda: heldout_stage(ctx))]
     if ctx.track == "lm":
-        stages.append(cyclic_stage(ctx))
+        stages += [ctx.stage_once(s.key, lambda s=s: s) for s in cyclic_stages(ctx)]
     return stages
 
 
@@ -88,23 +170,57 @@ def verdict(ctx, stages, outcomes):
     v = Verdict(ID)
     held = stages[HELDOUT]
     if ctx.track == "lm":
+        cyclic = cyclic_problem(stages, outcomes)
         message = lm_verdict(ctx, v, held, outcomes[HELDOUT], stages[CYCLIC], outcomes[CYCLIC])
+        v.problem(cyclic)
     else:
         message = reverse_verdict(ctx, v, held, outcomes[HELDOUT])
+    if message:
+        causality_problems(ctx, v, held, outcomes[HELDOUT])
     result = v.result(message)
     result.details = result.details + [f"sample {s['prompt']!r} -> {s['text']!r} (temperature {s['temperature']}, "
                                        f"top-k {s['top_k']}, seed {s['seed']})" for s in v.metrics.get("samples", [])]
     return result
 
 
+def cyclic_problem(stages, outcomes) -> str | None:
+    """The cyclic task's run, checked like training's (same initial weights, logits and gradients)."""
+    run = stages[CYCLIC_RUN]
+    problem = training.run_problem(run, outcomes[CYCLIC_RUN], outcomes.get(CYCLIC_VERIFY))
+    if problem:
+        return "the cyclic-pattern task's training run: " + problem
+    check = Verdict(ID)
+    training.verification_problems(check, run, outcomes[CYCLIC_VERIFY])
+    return "the cyclic-pattern task's training run: " + check.problems[0] if check.problems else None
+
+
+def causality_problems(ctx, v, stage, out) -> None:
+    """Earlier logits on real evaluation inputs must not move when a later real token changes."""
+    for name, (pos, real) in stage.where.items():
+        base, changed = out.tensors.get(f"cause/{name}"), out.tensors.get(f"cause/{name}_changed")
+        if base is None or changed is None or base.shape != changed.shape or base.shape[:2] != real.shape:
+            v.problem(f"the causality case {name!r} on the evaluation inputs was not returned with shape (N, T, V)")
+            return
+        diff = (base.double() - changed.double()).abs().amax(-1)  # (N, T)
+        before = (torch.arange(real.shape[1])[None] < pos[:, None]) & real  # real positions before the change
+        leak = torch.where(before, diff, torch.zeros_like(diff))
+        if not torch.isfinite(leak).all() or float(leak.max()) > CAUSE_ATOL:
+            row, col = divmod(int(torch.nan_to_num(leak, nan=float("inf")).argmax()), real.shape[1])
+            padding = "" if name in ("plain", "padded") and ctx.track == "lm" else f" ({name} padding)"
+            v.problem(f"on the held-out inputs{padding}, changing the token at position {int(pos[row])} of row {row} "
+                      f"changed the trained model's logits at the earlier position {col} by {float(leak[row, col]):.3g}: "
+                      "the model reads tokens after the one it predicts (see causality)")
+            return
+
+
 def reverse_verdict(ctx, v, stage, out) -> str:
     """Track A: token accuracy (teacher forced) and exact match (greedy, cached), trained and untrained."""
     lim = EVALUATION_LIMITS["reverse"]
-    tgt = stage.inputs["tgt_out"]  # (N, T)
+    tgt = stage.kept["tgt_out"]  # (N, T), never sent to the sandbox
     n, length = tgt.shape
     vocab = TRAIN_MODEL["reverse"]["vocab_size"]
     real = tgt != PAD
-    dup = duplicated_rows(training.run_stage(ctx).inputs["src"], stage.inputs["src"])  # (N,)
+    dup = duplicated_rows(training.run_stage(ctx).data["src"], stage.sent["src"])  # (N,)
     v.metrics.update(heldout_rows=n, heldout_duplicates=int(dup.sum()))
     found = {}
     for who in ("untrained", "trained"):
@@ -151,7 +267,7 @@ def lm_verdict(ctx, v, stage, out, cyc_stage, cyc) -> str:
     """Track B: held-out loss and perplexity against the unigram baseline; the untrained model; samples; cyclic."""
     lim, corpus = EVALUATION_LIMITS["lm"], shipped_corpus()
     vocab = corpus.vocab.size
-    test, val = stage.inputs["test_rows"], stage.inputs["validation_rows"]
+    test, val = stage.kept["test_rows"], stage.kept["validation_rows"]  # the judge's: the sandbox got inputs only
     uni = unigram_logprobs(corpus.ids("train"), vocab)
     unigram_loss = float(-uni[test[:, 1:]].mean())
     bigram_loss = bigram_ce(corpus.ids("train"), test, vocab)
@@ -211,7 +327,7 @@ def samples(v, stage, out, corpus) -> None:
 def cyclic_metrics(v, stage, out) -> str:
     """Greedy cached continuation accuracy of the cyclic task, trained and untrained."""
     lim = EVALUATION_LIMITS["cyclic"]
-    expected = stage.inputs["expected"]  # (N, G)
+    expected = stage.expected  # (N, G), kept by the judge
     acc = {}
     for who, key in (("untrained", "untrained_ids"), ("trained", "ids"), ("full prefix", "full_prefix_ids")):
         ids = out.tensors.get(key)

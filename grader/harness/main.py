@@ -8,6 +8,9 @@ waits for one byte on stdin, the judge's go, before it reads job.json.
 The parent never imports the submission. Each stage runs in a child forked from this clean parent,
 so a hang, crash or monkeypatch costs that stage only. The channel fd is closed in every child and
 this process is made non-dumpable, so submission code cannot write frames to the judge directly.
+
+An interactive stage (the judge's training) keeps stdin: the child asks the judge (an `ask` frame, relayed
+here as it comes) and reads the judge's reply from stdin. Everything it sends is checked by the judge.
 """
 import ctypes
 import gc
@@ -28,7 +31,7 @@ import wire  # noqa: E402  (path set just above; the sandbox runs python -I)
 
 PR_SET_DUMPABLE = 4
 STDOUT_EXCERPT = 2000
-TRAINS = ("train", "cyclic")  # the probes that run an optimizer (see probes.warm_up_training)
+TRAINS = ("train",)  # the probes that run backward passes (see probes.warm_up_training)
 LOG_LIMIT = 16 << 20
 
 
@@ -75,7 +78,21 @@ def import_submission(path: str):
     return module
 
 
-def child_main(stage, job_dir, write_fd, inputs_blob, prev_blob, probes):
+def receiver(fd: int, max_blob: int):
+    """A function that returns the judge's next reply on fd as (header, blob); EOFError once the judge is gone."""
+    reader, pending = wire.FrameReader(max_blob), []
+
+    def receive():
+        while not pending:
+            data = os.read(fd, 1 << 20)
+            if not data:
+                raise EOFError("the judge closed the channel")
+            pending.extend(reader.feed(data))
+        return pending.pop(0)
+    return receive
+
+
+def child_main(stage, job_dir, write_fd, inputs_blob, prev_blob, probes, max_blob):
     """Run one stage in this forked child and report on write_fd; never returns."""
     send = lambda header, blob=b"": wire.write_frame(write_fd, header, blob)  # noqa: E731
     path = os.path.join(job_dir, "submission.py")
@@ -85,8 +102,10 @@ def child_main(stage, job_dir, write_fd, inputs_blob, prev_blob, probes):
         os.makedirs(stage_dir, exist_ok=True)
         os.chdir(stage_dir)
         log = os.open("output.txt", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)
+        if not stage.get("interactive"):
+            # An interactive stage (the judge's training) keeps stdin: the judge's replies arrive there.
+            null = os.open(os.devnull, os.O_RDONLY)
+            os.dup2(null, 0)
         os.dup2(log, 1)
         os.dup2(log, 2)
         # Nothing but stdio and our own pipe survives into student code.
@@ -101,6 +120,8 @@ def child_main(stage, job_dir, write_fd, inputs_blob, prev_blob, probes):
         resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
         inputs = probes.load_inputs(inputs_blob, prev_blob)
         probe = probes.PROBES[stage["probe"]]
+        if stage.get("interactive"):
+            probes.open_channel(send, receiver(0, max_blob))
         send({"type": "progress", "phase": "import"})
         module = import_submission(path)
         send({"type": "progress", "phase": "run"})
@@ -125,8 +146,11 @@ def child_main(stage, job_dir, write_fd, inputs_blob, prev_blob, probes):
         os._exit(0)
 
 
-def read_stage(read_fd, pid, budget, max_blob):
-    """Collect the child's frames until it exits or the budget runs out; return what happened."""
+def read_stage(read_fd, pid, budget, max_blob, relay=None):
+    """Collect the child's frames until it exits or the budget runs out; return what happened.
+
+    relay: for an interactive stage, where the child's questions to the judge go (its `ask` frames), as they come.
+    """
     reader = wire.FrameReader(max_blob)
     deadline = time.monotonic() + budget
     state = {"phase": "start", "result": None, "timed_out": False, "broken": None, "exited": False}
@@ -149,6 +173,8 @@ def read_stage(read_fd, pid, budget, max_blob):
                     state["phase"] = header["phase"]
                 elif header.get("type") == "result" and state["result"] is None:
                     state["result"] = (header, blob)
+                elif header.get("type") == "ask" and relay is not None:
+                    relay(header, blob)
             continue
         if data == b"":
             break
@@ -214,17 +240,23 @@ def read_log(log_path):
     return {"stdout": text, "stdout_bytes": size} if size else {}
 
 
-def run_stage(stage, job_dir, probes, inputs_blob, prev_blob, max_blob):
+def run_stage(stage, job_dir, probes, inputs_blob, prev_blob, max_blob, channel):
     """Fork one child for the stage and turn its fate into a frame."""
     read_fd, write_fd = os.pipe()
     started = time.monotonic()
     pid = os.fork()
     if pid == 0:
         os.close(read_fd)
-        child_main(stage, job_dir, write_fd, inputs_blob, prev_blob, probes)
+        child_main(stage, job_dir, write_fd, inputs_blob, prev_blob, probes, max_blob)
     os.close(write_fd)
+    relay = None
+    if stage.get("interactive"):
+        # Only the header's kind and step pass, under this stage's key: the judge validates the rest.
+        relay = lambda header, blob: wire.write_frame(channel, {  # noqa: E731
+            "type": "ask", "stage": stage["key"], "kind": str(header.get("kind"))[:20],
+            "step": header.get("step") if isinstance(header.get("step"), int) else -1}, blob)
     try:
-        state = read_stage(read_fd, pid, float(stage["budget_s"]), max_blob)
+        state = read_stage(read_fd, pid, float(stage["budget_s"]), max_blob, relay)
     finally:
         os.close(read_fd)
     log_path = os.path.join(job_dir, "scratch", stage["key"], "output.txt")
@@ -284,7 +316,7 @@ def main(argv):
                                        "duration_s": 0.0})
             continue
         prev_blob = outputs.get(source or "")
-        header, blob = run_stage(stage, job_dir, probes, inputs_blob, prev_blob, max_blob)
+        header, blob = run_stage(stage, job_dir, probes, inputs_blob, prev_blob, max_blob, channel)
         if header["status"] == "ok":
             outputs[stage["key"]] = blob
         wire.write_frame(channel, header, blob)

@@ -345,24 +345,33 @@ PROBES = {
 
 
 # ---- training and evaluation (checks `training` and `evaluation`) ----------------------------------------------
-# Bound at import, before any submission runs: the loop uses the grader's optimizer, loss and clipping.
-_AdamW = torch.optim.AdamW
+# The judge trains: it keeps the weights and runs the optimizer. A training stage here only answers its questions
+# (the initial weights under the judge's seed, then, step by step, logits and gradients at the weights it sends);
+# a later stage in a fresh sandbox answers at weights the judge picked, so the judge can check the answers.
+# Bound at import, before any submission runs.
 _cross_entropy = F.cross_entropy
-_clip_grad_norm = torch.nn.utils.clip_grad_norm_
 _no_grad = torch.no_grad
-from time import perf_counter as _perf_counter, process_time as _process_time  # noqa: E402  (used below only)
+
+_CHANNEL: dict = {}
+
+
+def open_channel(send, receive) -> None:
+    """The interactive stage's way to the judge: send(header, blob) and receive() -> (header, blob)."""
+    _CHANNEL.update(send=send, receive=receive)
+
+
+def ask(kind: str, step: int, tensors: dict) -> tuple[dict, dict]:
+    """Send the judge tensors and wait for its reply: (header, tensors)."""
+    _CHANNEL["send"]({"type": "ask", "kind": kind, "step": step}, dump_outputs(tensors))
+    header, blob = _CHANNEL["receive"]()
+    return header, (dict(_st_load(blob)) if blob else {})
 
 
 def warm_up_training() -> None:
-    """One tiny step of the training loop here in the harness, before any fork: the first optimizer step in a
-    process imports some 800 modules (about 2 s), which every training stage's child would otherwise pay again."""
+    """One tiny forward and backward pass here in the harness, before any fork: a process's first backward imports
+    modules that every training stage's child would otherwise pay again."""
     weight = torch.nn.Parameter(torch.zeros(2, 3))
-    opt = _AdamW([weight], lr=1e-3)
-    loss = _cross_entropy(weight, torch.tensor([0, 2]), ignore_index=1)
-    opt.zero_grad(set_to_none=True)
-    loss.backward()
-    _clip_grad_norm([weight], 1.0)
-    opt.step()
+    _cross_entropy(weight, torch.tensor([0, 2]), ignore_index=1).backward()
 
 
 def build_float32(module, params):
@@ -373,6 +382,22 @@ def build_float32(module, params):
     if not isinstance(model, _Module):
         raise Violation(f"build_model returned {type(model).__name__}, expected a torch.nn.Module")
     return model
+
+
+def load_weights(named: dict, inputs: dict, prefix: str, dtype=None, direction: str | None = None, eps: float = 0.0):
+    """Copy the judge's weights (inputs[prefix + name]) into the parameters, optionally moved eps along a direction."""
+    with _no_grad():
+        for name, p in named.items():
+            if prefix + name not in inputs:
+                raise Violation(f"the judge has no weights for parameter `{name}`: the model built here has other "
+                                "parameters than the one that was trained (is build_model deterministic?)")
+            value = inputs[prefix + name].to(dtype or p.dtype)
+            if direction is not None:
+                value = value + eps * inputs[direction + name].to(value.dtype)
+            if value.shape != p.shape:
+                raise Violation(f"parameter `{name}` has shape {tuple(p.shape)} here but {tuple(value.shape)} in "
+                                "the trained model")
+            p.copy_(value)
 
 
 def train_logits(model, track, data, idx):
@@ -391,37 +416,74 @@ def train_logits(model, track, data, idx):
     return logits, targets
 
 
-def check_logits(model, track, data):
-    """Eval-mode logits on the judge's fixed training rows (the judge recomputes the loss from them)."""
-    model.eval()
-    with _no_grad():
-        if track == "lm":
-            out = lm_logits(model, data["check_rows"][:, :-1])[0]
-        else:
-            out = seq2seq_logits(model, data["check_src"], data["check_src_mask"], data["check_tgt_in"])
+def probe_train(module, inputs, params):
+    """Build under the judge's seed and send the initial weights; then, for each step the judge asks, load its
+    weights and send the train-mode logits of the step's batch and the gradient of the mean cross-entropy."""
+    track, pad, vocab = params["track"], int(params["config"]["pad_id"]), int(params["vocab_size"])
+    model = build_float32(module, params)
+    named = dict(sorted(model.named_parameters()))  # the judge's order: weights and gradients travel flat
+    header, weights = ask("init", -1, {name: p.detach() for name, p in named.items()})
     model.train()
-    return out
-
-
-def train_loop(model, track, data, params):
-    """The grader's loop over the judge's batch indices: AdamW, loss, backward, clip at params['clip'], step."""
-    pad, vocab = int(params["config"]["pad_id"]), int(params["vocab_size"])
-    opt = _AdamW(model.parameters(), lr=float(params["lr"]), betas=tuple(params["betas"]),
-                 weight_decay=float(params["weight_decay"]))
-    losses, norms = [], []
-    model.train()
-    for idx in data["batches"][:int(params["steps"])]:  # (B,) row indices for this step
-        logits, targets = train_logits(model, track, data, idx)
+    while header.get("kind") == "step":
+        step = int(header["step"])
+        unflatten(named, weights["weights"])
+        model.zero_grad(set_to_none=True)
+        logits, targets = train_logits(model, track, inputs, inputs["batches"][step])
         if logits.shape[-1] != vocab:
             raise Violation(f"the model returned {logits.shape[-1]} logits per position; the config says "
                             f"vocab_size={vocab}")
-        loss = _cross_entropy(logits.reshape(-1, vocab).float(), targets.reshape(-1), ignore_index=pad)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        norms.append(float(_clip_grad_norm(model.parameters(), float(params["clip"]))))
-        opt.step()
-        losses.append(float(loss.detach()))
-    return torch.tensor(losses, dtype=torch.float64), torch.tensor(norms, dtype=torch.float64)
+        _cross_entropy(logits.reshape(-1, vocab).float(), targets.reshape(-1), ignore_index=pad).backward()
+        grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in named.values()]
+        has = torch.tensor([p.grad is not None for p in named.values()], dtype=torch.uint8)
+        header, weights = ask("grad", step, {"logits": logits.detach(), "has_grad": has,
+                                             "grads": torch.cat([g.reshape(-1) for g in grads]).float()})
+    return {}, {}
+
+
+def unflatten(named: dict, flat) -> None:
+    """Copy one flat tensor of weights (the judge's, in the parameters' order) into the parameters."""
+    start = 0
+    with _no_grad():
+        for name, p in named.items():
+            p.copy_(flat[start:start + p.numel()].view(p.shape))
+            start += p.numel()
+
+
+def check_logits(model, track, data):
+    """Eval-mode logits on the judge's fixed training rows (the judge computes the loss from them)."""
+    model.eval()
+    with _no_grad():
+        if track == "lm":
+            return lm_logits(model, data["check_inputs"])[0]
+        return seq2seq_logits(model, data["check_src"], data["check_src_mask"], data["check_tgt_in"])
+
+
+def probe_verify_training(module, inputs, params):
+    """A fresh sandbox's answers at the judge's weights: the model built under the seed; at each step the judge
+    picked, train-mode logits (float32) and float64 logits a small step either way along the judge's direction;
+    eval-mode logits on fixed training rows at the first and last weights."""
+    track = params["track"]
+    model = build_float32(module, params)
+    named = dict(model.named_parameters())
+    outputs = {"built/" + name: p.detach().clone() for name, p in named.items()}
+    for step in params["steps"]:
+        model.float().train()
+        load_weights(named, inputs, f"w{step}/")
+        with _no_grad():
+            outputs[f"logits{step}"] = train_logits(model, track, inputs, inputs["batches"][step])[0]
+            with float64():
+                model.double()
+                for sign, name in ((1.0, "plus"), (-1.0, "minus")):
+                    load_weights(named, inputs, f"w{step}/", torch.float64, f"d{step}/", sign * float(params["eps"]))
+                    outputs[f"{name}{step}"] = train_logits(model, track, inputs, inputs["batches"][step])[0]
+    model.float()
+    for name, prefix in (("check_first", "first/"), ("check_last", "last/")):
+        load_weights(named, inputs, prefix)
+        outputs[name] = check_logits(model, track, inputs)
+    if track == "reverse":
+        outputs["check_greedy"], _ = greedy_seq2seq(model, inputs["check_src"], inputs["check_src_mask"],
+                                                    inputs["check_tgt_in"].shape[1], int(params["config"]["bos_id"]))
+    return outputs, {}
 
 
 def greedy_seq2seq(model, src, src_mask, steps, bos):
@@ -483,60 +545,45 @@ def sample_lm(model, prompt, steps, temperature, top_k, gen):
     return torch.cat(ids), torch.stack(logits)
 
 
-def probe_train(module, inputs, params):
-    """Build under the seed, the grader's training loop, and logits on fixed training rows before and after."""
-    track = params["track"]
-    model = build_float32(module, params)
-    outputs = {"init_logits": check_logits(model, track, inputs)}
-    started, cpu = _perf_counter(), _process_time()
-    outputs["losses"], outputs["grad_norms"] = train_loop(model, track, inputs, params)
-    train_s, train_cpu_s = _perf_counter() - started, _process_time() - cpu
-    outputs["final_logits"] = check_logits(model, track, inputs)
-    if track == "reverse":
-        outputs["check_greedy"], _ = greedy_seq2seq(model, inputs["check_src"], inputs["check_src_mask"],
-                                                    inputs["check_tgt_in"].shape[1], int(params["config"]["bos_id"]))
-    if params.get("return_state"):
-        for name, value in model.state_dict().items():
-            if not isinstance(value, _Tensor):
-                raise Violation(f"state_dict entry `{name}` is {type(value).__name__}, not a tensor")
-            outputs["state/" + name] = value
-    facts = {"steps": len(outputs["losses"]), "train_s": round(train_s, 4), "train_cpu_s": round(train_cpu_s, 4),
-             "threads": torch.get_num_threads(),
-             "torch": torch.__version__,
-             "parameters": sum(p.numel() for p in model.parameters() if p.requires_grad)}
-    return outputs, facts
-
-
 def heldout_outputs(model, track, inputs, params, prefix):
-    """Track A: teacher-forced logits and cached greedy decoding; Track B: logits on held-out windows."""
+    """Track A: teacher-forced logits and cached greedy decoding; Track B: logits on held-out windows. Inputs
+    only: the targets stay with the judge."""
     out = {}
     model.eval()
     with _no_grad():
         if track == "lm":
             for split in ("test", "validation"):
-                out[f"{prefix}{split}_logits"] = lm_logits(model, inputs[f"{split}_rows"][:, :-1])[0]
+                out[f"{prefix}{split}_logits"] = lm_logits(model, inputs[f"{split}_inputs"])[0]
         else:
             out[prefix + "tf_logits"] = seq2seq_logits(model, inputs["src"], inputs["src_mask"], inputs["tgt_in"])
-    if track == "reverse":
-        out[prefix + "greedy"], out[prefix + "greedy_logits"] = greedy_seq2seq(
-            model, inputs["src"], inputs["src_mask"], inputs["tgt_in"].shape[1], int(params["config"]["bos_id"]))
+            out[prefix + "greedy"], out[prefix + "greedy_logits"] = greedy_seq2seq(
+                model, inputs["src"], inputs["src_mask"], inputs["tgt_in"].shape[1], int(params["config"]["bos_id"]))
+    return out
+
+
+def intervention_logits(model, track, inputs, cases):
+    """Eval-mode logits for each of the judge's causality cases on real evaluation inputs (base and changed)."""
+    out = {}
+    model.eval()
+    with _no_grad():
+        for case in cases:
+            if track == "lm":
+                out["cause/" + case] = lm_logits(model, inputs[f"cause/{case}/ids"], inputs.get(f"cause/{case}/mask"))[0]
+            else:
+                out["cause/" + case] = seq2seq_logits(model, inputs[f"cause/{case}/src"], inputs[f"cause/{case}/src_mask"],
+                                                      inputs[f"cause/{case}/tgt"])
     return out
 
 
 def probe_evaluate(module, inputs, params):
-    """The untrained model (same seed as training), then the trained state from the training stage, on held-out data."""
+    """In a fresh sandbox: the untrained model (the judge's seed), then the judge's trained weights, on held-out
+    inputs; the causality cases on those inputs; Track B's samples."""
     track = params["track"]
-    state = {k[len("prev/state/"):]: v for k, v in inputs.items() if k.startswith("prev/state/")}
-    if not state:
-        raise Violation("the training stage did not return a trained model (it failed or ran out of time), so "
-                        "there is nothing to evaluate")
     model = build_float32(module, params)
     outputs = heldout_outputs(model, track, inputs, params, "untrained/")
-    try:
-        model.load_state_dict(state, strict=True)
-    except RuntimeError as exc:
-        raise Violation(f"load_state_dict(strict=True) refused the trained state: {str(exc)[:600]}") from None
+    load_weights(dict(model.named_parameters()), inputs, "trained/")
     outputs.update(heldout_outputs(model, track, inputs, params, "trained/"))
+    outputs.update(intervention_logits(model, track, inputs, params["cases"]))
     if track == "lm":
         gen = torch.Generator().manual_seed(int(params["sample_seed"]))
         for i in range(int(params["prompts"])):
@@ -547,15 +594,17 @@ def probe_evaluate(module, inputs, params):
 
 
 def probe_cyclic(module, inputs, params):
-    """Train a decoder on the cyclic-pattern task, then continue held-out prompts greedily with the cache."""
+    """In a fresh sandbox: greedy continuation of held-out cyclic prompts, untrained and with the judge's trained
+    weights (with the cache, and re-reading the whole prefix)."""
     model = build_float32(module, params)
     steps = int(params["continue_steps"])
     outputs = {}
     outputs["untrained_ids"], _ = greedy_lm(model, inputs["prompt"], steps)
-    outputs["losses"], _ = train_loop(model, "lm", inputs, params)
+    load_weights(dict(model.named_parameters()), inputs, "trained/")
     outputs["ids"], outputs["logits"] = greedy_lm(model, inputs["prompt"], steps)
     outputs["full_prefix_ids"] = greedy_full_prefix(model, inputs["prompt"], steps)
     return outputs, {}
 
 
-PROBES.update({"train": probe_train, "evaluate": probe_evaluate, "cyclic": probe_cyclic})
+PROBES.update({"train": probe_train, "verify_training": probe_verify_training, "evaluate": probe_evaluate,
+               "cyclic": probe_cyclic})

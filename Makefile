@@ -46,6 +46,7 @@ system-deps:
 	@missing=""; \
 	$(PYTHON) -c 'import ensurepip, venv' 2>/dev/null || missing="$$missing python3-venv"; \
 	command -v redis-server >/dev/null || missing="$$missing redis-server"; \
+	command -v bwrap >/dev/null || missing="$$missing bubblewrap"; \
 	[ -z "$$missing" ] || { \
 	    if [ "$$(id -u)" = 0 ]; then echo "installing$$missing"; export DEBIAN_FRONTEND=noninteractive; \
 	        apt-get install -y -q $$missing >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q $$missing >/dev/null; }; \

@@ -3,9 +3,12 @@
 Sandbox uids run on the same host as the service (the process backend): anything in the instance that
 group or others may read (the database with every submission and token hash, the archive, logs) is theirs.
 """
+import logging
 import os
 import secrets
 import stat
+
+log = logging.getLogger(__name__)
 
 UMASK = 0o077  # every file a service process creates is its owner's alone, from the first write
 KEY_FILE = "secret_key"
@@ -32,7 +35,7 @@ def make_private_dir(path: str) -> None:
 def lock_down(root: str) -> int:
     """Take group and other bits off every folder and file under root (symlinks untouched); how many changed."""
     changed = 0
-    stack = [root]
+    stack = [os.path.realpath(root)]  # an instance that is itself a symlink is still closed
     while stack:  # iterative: a deep tree cannot exhaust the recursion limit
         path = stack.pop()
         try:
@@ -47,8 +50,11 @@ def lock_down(root: str) -> int:
             except OSError:
                 pass
         if st.st_mode & 0o077:
-            os.chmod(path, stat.S_IMODE(st.st_mode) & 0o700)
-            changed += 1
+            try:
+                os.chmod(path, stat.S_IMODE(st.st_mode) & 0o700)
+                changed += 1
+            except OSError as exc:  # another user's file: say so, but a start must not fail on it
+                log.warning("cannot close %s (mode %o): %s", path, stat.S_IMODE(st.st_mode), exc)
     return changed
 
 

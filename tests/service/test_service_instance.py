@@ -91,6 +91,24 @@ def test_a_fresh_instance_gets_a_random_0600_key_that_serve_uses(tmp_path):
     assert key_file.read_text().strip() == key, "the key is made once, then kept"
 
 
+def test_a_start_closes_what_an_older_version_left_open(tmp_path):
+    instance = tmp_path / "instance"
+    (instance / "submissions" / "cap" / "alice").mkdir(parents=True)
+    (instance / "logs").mkdir()
+    for name in ("grader.sqlite", "grader.sqlite-wal", "logs/worker.log", "submissions/cap/alice/1-a.py"):
+        (instance / name).write_text("old")
+    for path in [instance, *instance.rglob("*")]:
+        os.chmod(path, 0o755 if path.is_dir() else 0o644)
+    (tmp_path / "elsewhere").write_text("not ours")
+    os.symlink(tmp_path / "elsewhere", instance / "link")
+    os.chmod(tmp_path / "elsewhere", 0o644)
+    env = {**base_env(tmp_path), "GRADER_DATABASE_URL": f"sqlite:///{tmp_path}/g.sqlite", "GRADER_AUTO_MIGRATE": "false"}
+    proc = grader(["db", "current"], env)
+    assert proc.returncode == 0, proc.stderr
+    assert private_problems(instance) == []
+    assert stat.S_IMODE((tmp_path / "elsewhere").stat().st_mode) == 0o644, "a symlink's target is not ours to change"
+
+
 # ---------------------------------------------------------------- a full `make run`, then attacks on its instance
 
 def private_problems(root: Path) -> list[str]:

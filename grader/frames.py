@@ -185,5 +185,7 @@ def stage_end_problem(header: dict, probe: str) -> str | None:
 
 
 def hello_fields(header) -> dict:
-    """The hello frame's environment fields when they match their schema, else an empty dict."""
-    return header if isinstance(header, dict) and not HELLO.problem(header, "hello") else {}
+    """The hello frame's known fields that match their schema (each on its own: one odd field drops only itself)."""
+    if not isinstance(header, dict):
+        return {}
+    return {k: header[k] for k, schema in HELLO.fields.items() if k in header and not schema.problem(header[k], k)}

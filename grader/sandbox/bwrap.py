@@ -81,12 +81,21 @@ def command(job_dir: Path, python: str, scratch_mb: int, seccomp_fd: int | None,
     return args + ["--"]
 
 
-@cache_success()
 def probe(uid: int | None, python: str) -> str | None:
-    """None when bwrap can build this sandbox here as that uid for that interpreter, else why not (never cached)."""
+    """None when bwrap can build this sandbox here as that uid for that interpreter, else why not.
+
+    Looked up on PATH at every call; a working sandbox is remembered for a minute per bwrap, uid and
+    interpreter, a failure never (installing bubblewrap fixes the next grading).
+    """
     exe = executable()
     if not exe:
         return "bubblewrap is not installed: no bwrap on PATH"
+    return _try(exe, uid, python)
+
+
+@cache_success()
+def _try(exe: str, uid: int | None, python: str) -> str | None:
+    """Build a throwaway sandbox with this bwrap as that uid and write a file in its scratch."""
     import tempfile
     from .process import drop_privileges
     job = Path(tempfile.mkdtemp(prefix="grader-bwrap-probe-"))

@@ -3,7 +3,7 @@ remover's stack allows to walk), a mode-000 directory at the bottom; then answer
 EXPECT = {"attention_sdpa": "pass"}
 import os as _os
 
-_reference_attention = attention
+_attention_before_tree = attention
 DEPTH = 3000
 
 
@@ -33,4 +33,4 @@ def _deep(place):
 def attention(q, k, v, mask=None):
     _deep("/tmp")
     _deep(".")
-    return _reference_attention(q, k, v, mask)
+    return _attention_before_tree(q, k, v, mask)

@@ -2,7 +2,7 @@
 EXPECT = {"attention_sdpa": "pass"}
 import os as _os
 
-_reference_attention = attention
+_attention_before_many = attention
 COUNT = 100_000
 
 
@@ -32,4 +32,4 @@ def _many(place):
 def attention(q, k, v, mask=None):
     _many(".")
     _many("/tmp")
-    return _reference_attention(q, k, v, mask)
+    return _attention_before_many(q, k, v, mask)

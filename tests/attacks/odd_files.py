@@ -4,7 +4,7 @@ EXPECT = {"attention_sdpa": "pass"}
 import os as _os
 import socket as _socket
 
-_reference_attention = attention
+_attention_before_odd = attention
 
 
 def _odd(place):
@@ -36,4 +36,4 @@ def _odd(place):
 def attention(q, k, v, mask=None):
     for place in ("/tmp", "/dev/shm", "."):
         _odd(place)
-    return _reference_attention(q, k, v, mask)
+    return _attention_before_odd(q, k, v, mask)

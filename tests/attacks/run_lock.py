@@ -3,7 +3,7 @@
 EXPECT = {"attention_sdpa": "pass"}
 import os as _os
 
-_reference_attention = attention
+_attention_before_files = attention
 PLACES = ("/run/lock", "/var/lock", "/var/tmp", "/dev/mqueue", "/var/crash", "/dev/shm", "/tmp")
 
 
@@ -24,4 +24,4 @@ def _leave_files():
 
 def attention(q, k, v, mask=None):
     _leave_files()
-    return _reference_attention(q, k, v, mask)
+    return _attention_before_files(q, k, v, mask)

@@ -6,11 +6,14 @@ logits ignore the input: every model-level check fails, saying so) or {check id:
 other model-level checks still pass, so the verdict is about the attack, not about the file).
 """
 import ast
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import REFERENCES
+from conftest import REFERENCES, ROOT
 from grader.checks.sensitivity import INDEPENDENT
 from grader.judge import Options, grade_bytes
 from test_sandbox_support import backend_params, require_backend
@@ -91,3 +94,14 @@ def test_every_model_declares_its_expectation():
         assert meta.get("BASE") in REFERENCES, f"{name}: BASE must name a track"
         expect = meta.get("EXPECT")
         assert expect == "independent" or (isinstance(expect, dict) and set(expect) <= set(MODEL_CHECKS)), name
+
+
+@pytest.mark.parametrize("name", ["bias_only_reverse", "window_cache_8_lm", "peek_when_padded_lm"])
+def test_grader_check_json_exits_zero(name, tmp_path):
+    path = tmp_path / f"{name}.py"
+    path.write_text(submission(name))
+    proc = subprocess.run([sys.executable, "-m", "grader", "check", str(path), "--json", "--only", ",".join(MODEL_CHECKS)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    report = json.loads(proc.stdout)
+    assert "fail" in {c["status"] for c in report["checks"]}, proc.stdout[:2000]

@@ -65,7 +65,7 @@ def plan(ctx):
     return [Stage(ID, "causality", inputs, ctx.model_params(positions=list(POSITIONS), cases=list(CASES)))]
 
 
-def real_queries(ctx, stage, case) -> torch.Tensor:
+def real_queries(stage, case) -> torch.Tensor:
     """(B, T) bool: the query positions whose outputs the contract specifies in this case."""
     mask = stage.inputs.get(f"{case}/mask")
     return mask if mask is not None else torch.ones(B, T, dtype=torch.bool)
@@ -97,12 +97,13 @@ def verdict(ctx, stages, outcomes):
         if v.problem(shape_problem(got, (B, T, vocab), f"the logits {CASES[case]} with token {p} changed",
                                    "(B, T, V)")):
             return v.result("")
-    if v.problem(independent(torch.stack([plain] * len(POSITIONS)), torch.stack([changed["plain", p] for p in POSITIONS]),
+    moved = torch.stack([changed["plain", p] for p in POSITIONS])  # (P, B, T, V)
+    if v.problem(independent(plain.expand_as(moved), moved,
                              f"changing the token at position {', '.join(map(str, POSITIONS))} (one at a time)")):
         return v.result("")
     leak = 0.0
     for case, how in CASES.items():
-        real = real_queries(ctx, stage, case)  # (B, T)
+        real = real_queries(stage, case)  # (B, T)
         zero = torch.zeros((), dtype=torch.float64)
         base = torch.where(real[..., None], bases[case].to(torch.float64), zero)  # padded queries: unspecified
         if v.problem(nonfinite(base, f"the logits at real positions {how}", AXES)):

@@ -25,7 +25,7 @@ def plan(ctx):
 
 
 def verdict(ctx, stages, outcomes):
-    """The logits depend on the input; then name every parameter that got no gradient, a non-finite one, or only zeros."""
+    """The logits depend on the input; then name each parameter with no gradient, a non-finite one, or only zeros."""
     out = outcomes[ID]
     trainable, no_grad = out.facts.get("trainable"), out.facts.get("no_grad")
     v = Verdict(ID)

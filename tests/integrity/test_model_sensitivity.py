@@ -100,8 +100,8 @@ def test_every_model_declares_its_expectation():
 def test_grader_check_json_exits_zero(name, tmp_path):
     path = tmp_path / f"{name}.py"
     path.write_text(submission(name))
-    proc = subprocess.run([sys.executable, "-m", "grader", "check", str(path), "--json", "--only", ",".join(MODEL_CHECKS)],
-                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    command = [sys.executable, "-m", "grader", "check", str(path), "--json", "--only", ",".join(MODEL_CHECKS)]
+    proc = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     report = json.loads(proc.stdout)
     assert "fail" in {c["status"] for c in report["checks"]}, proc.stdout[:2000]

@@ -84,7 +84,9 @@ def test_a_fresh_instance_gets_a_random_0600_key_that_serve_uses(tmp_path):
             os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=30)
     second = tmp_path / "second"
-    env2 = {**env, "GRADER_INSTANCE_PATH": str(second), "GRADER_DATABASE_URL": f"sqlite:///{second}/g.sqlite"}
+    # An empty GRADER_SECRET_KEY is what compose passes when build/compose.env has none: the instance's own key.
+    env2 = {**env, "GRADER_INSTANCE_PATH": str(second), "GRADER_DATABASE_URL": f"sqlite:///{second}/g.sqlite",
+            "GRADER_SECRET_KEY": ""}
     assert grader(["db", "upgrade"], env2).returncode == 0
     assert (second / "secret_key").read_text().strip() != key, "every instance has a key of its own"
     assert grader(["db", "current"], env).returncode == 0

@@ -6,27 +6,41 @@ failure, so what the source names is what it can call, and the forbidden names a
 through import aliases (`import torch.nn.functional as G`, `from torch.nn import functional`) included.
 """
 import ast
+import sys
 
 # Forbidden by the contract wherever they appear as an attribute, an imported name or a bare name.
 FORBIDDEN_NAMES = {"scaled_dot_product_attention", "multi_head_attention_forward", "MultiheadAttention",
                    "Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
                    "TransformerDecoderLayer", "_native_multi_head_attention"}
-# Substrings of a string constant (or of constants joined with + or "".join) that name a shortcut.
+# Substrings that name a shortcut, in an attribute, an imported name or a string constant (or constants joined
+# with + or "".join): torch's private fused kernels (torch._scaled_dot_product_flash_attention_for_cpu, ...) too.
 FORBIDDEN_STRINGS = ("scaled_dot_product", "multi_head_attention", "MultiheadAttention", "torch.nn.attention",
-                     "_product_attention")
+                     "_product_attention", "scaled_dot_attention", "flash_attention", "efficient_attention",
+                     "transformer_encoder_layer")
 # Builtins that reach a value by a name computed at run time, or run text as code.
 DYNAMIC_BUILTINS = {"eval": "eval()", "exec": "exec()", "compile": "compile()", "__import__": "__import__()",
                     "globals": "globals()", "locals": "locals()", "vars": "vars()", "breakpoint": "breakpoint()",
                     "__builtins__": "__builtins__", "__loader__": "__loader__", "__spec__": "__spec__"}
 ATTR_BUILTINS = ("getattr", "setattr", "delattr", "hasattr")
+# The contract allows the standard library and torch; any other import (numpy.load, the harness' own modules) is
+# code the grader cannot read.
+ALLOWED_TOP = (set(sys.stdlib_module_names) | {"torch"}) - {"__main__", "antigravity", "this"}
 # Modules whose purpose is to reach code indirectly (by name, by object graph, by bytes).
-FORBIDDEN_MODULES = ("importlib", "ctypes", "inspect", "pickle", "_pickle", "marshal", "builtins", "gc", "runpy",
-                     "code", "codeop", "imp", "pkgutil", "zipimport", "copyreg", "dill", "cffi",
+# (Each of these runs text as code, resolves a dotted name given as a string, or loads pickled code.)
+FORBIDDEN_MODULES = ("importlib", "ctypes", "_ctypes", "inspect", "pickle", "_pickle", "pickletools", "marshal",
+                     "builtins", "gc", "runpy", "code", "codeop", "imp", "pkgutil", "zipimport", "copyreg", "shelve",
+                     "subprocess", "multiprocessing", "concurrent", "pty", "timeit", "doctest", "pdb", "bdb", "trace",
+                     "profile", "cProfile", "pydoc", "unittest", "logging.config", "mmap", "dis", "sys.modules",
                      "torch.ops", "torch._C", "torch.nn.attention", "torch.library", "torch.overrides",
-                     "torch.utils._python_dispatch", "torch.jit._script")
+                     "torch.utils._python_dispatch", "torch.utils.cpp_extension", "torch.utils.model_zoo",
+                     "torch.classes", "torch.load", "torch.serialization", "torch.package", "torch.hub",
+                     "torch.export", "torch.jit.load", "torch.fx")
 # Attributes anywhere: introspection that leads from an object to namespaces, frames or other functions.
 FORBIDDEN_ATTRS = {"_C", "aten", "attrgetter", "methodcaller", "CompilationUnit", "_getframe", "f_globals",
-                   "f_locals", "f_back", "f_builtins", "f_code", "tb_frame", "gi_frame", "cr_frame", "ag_frame"}
+                   "f_locals", "f_back", "f_builtins", "f_code", "tb_frame", "gi_frame", "cr_frame", "ag_frame",
+                   "_current_frames", "settrace", "setprofile", "get_field", "get_type_hints", "ForwardRef",
+                   "CodeType", "FunctionType", "LambdaType", "system", "popen", "execv", "execve", "execl",
+                   "execlp", "execvp", "execvpe", "spawnv", "spawnl", "posix_spawn", "posix_spawnp", "resolve_name"}
 # Dunder attributes a model legitimately touches; every other dunder attribute is introspection.
 ALLOWED_DUNDERS = {"__init__", "__class__", "__name__", "__qualname__", "__doc__", "__call__", "__len__",
                    "__version__", "__repr__", "__str__", "__iter__", "__next__", "__enter__", "__exit__"}
@@ -36,6 +50,11 @@ TORCH_ROOT_ATTRS = {"ops", "library", "overrides", "_C"}
 
 FOLD_DEPTH = 32  # deeper constant expressions are not folded (their pieces are still scanned, and using one needs
 # a computed getattr or eval, which fail on their own)
+
+
+def forbidden_name(name: str) -> bool:
+    """A name that is, or spells part of, a forbidden shortcut."""
+    return name in FORBIDDEN_NAMES or any(sub in name for sub in FORBIDDEN_STRINGS)
 
 
 def folded(node, depth: int = 0) -> str | None:
@@ -85,7 +104,8 @@ class Scanner:
                 visit(node)
         for node in nodes:
             visit = {ast.Name: self.visit_Name, ast.Attribute: self.visit_Attribute, ast.Call: self.visit_Call,
-                     ast.Constant: self.visit_Constant, ast.BinOp: self.visit_BinOp}.get(type(node))
+                     ast.Constant: self.visit_Constant, ast.BinOp: self.visit_BinOp,
+                     ast.MatchClass: self.visit_MatchClass}.get(type(node))
             if visit:
                 visit(node)
 
@@ -110,7 +130,7 @@ class Scanner:
         parts = dotted.split(".")
         if parts[0] == "torch" and any(p.startswith("_") and not p.startswith("__") for p in parts[1:]):
             return f"uses the private torch API {dotted}"
-        if any(p in FORBIDDEN_NAMES for p in parts):
+        if any(forbidden_name(p) for p in parts):
             return f"uses {dotted}"
         return None
 
@@ -120,6 +140,8 @@ class Scanner:
             why = self.module_problem(alias.name)
             if why:
                 self.hit(node, f"imports {alias.name}")
+            elif alias.name.split(".")[0] not in ALLOWED_TOP:
+                self.hit(node, f"imports {alias.name}, which is neither the standard library nor torch")
             local = alias.asname or alias.name.split(".")[0]
             self.aliases[local] = alias.name if alias.asname else alias.name.split(".")[0]
 
@@ -127,13 +149,15 @@ class Scanner:
         module = node.module or ""
         if node.level == 0 and self.module_problem(module):
             self.hit(node, f"imports from {module}")
+        elif node.level or module.split(".")[0] not in ALLOWED_TOP:
+            self.hit(node, f"imports from {'.' * node.level}{module}, which is neither the standard library nor torch")
         for alias in node.names:
             full = f"{module}.{alias.name}" if module else alias.name
             if alias.name == "*":
                 if module.startswith("torch"):
                     self.hit(node, f"imports * from {module} (name what you use)")
                 continue
-            if alias.name in FORBIDDEN_NAMES or alias.name in FORBIDDEN_ATTRS or alias.name in ATTR_BUILTINS \
+            if forbidden_name(alias.name) or alias.name in FORBIDDEN_ATTRS or alias.name in ATTR_BUILTINS \
                     or alias.name in DYNAMIC_BUILTINS or (node.level == 0 and self.module_problem(full)):
                 self.hit(node, f"imports {alias.name} from {module}")
             self.aliases[alias.asname or alias.name] = full
@@ -163,7 +187,7 @@ class Scanner:
 
     def attribute(self, node, attr: str, base: str | None) -> None:
         """One attribute access, spelled .attr or getattr(obj, "attr")."""
-        if attr in FORBIDDEN_NAMES:
+        if forbidden_name(attr):
             self.hit(node, f"uses .{attr}")
         elif attr in FORBIDDEN_ATTRS:
             self.hit(node, f"uses .{attr}")
@@ -175,6 +199,11 @@ class Scanner:
             why = self.module_problem(f"{base}.{attr}")
             if why or (base == "torch" and attr in TORCH_ROOT_ATTRS):
                 self.hit(node, why or f"uses torch.{attr}")
+
+    def visit_MatchClass(self, node):
+        # `case object(scaled_dot_product_attention=f)` reads the attribute into f
+        for name in node.kwd_attrs:
+            self.attribute(node, name, None)
 
     def visit_Call(self, node):
         func = node.func

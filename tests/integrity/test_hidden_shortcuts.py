@@ -86,3 +86,38 @@ def test_the_references_and_template_pass_the_static_rule(track):
 def test_the_references_pass_no_shortcuts(track, backend):
     check = graded_on(reference(track), backend, ("no_shortcuts",))["checks"][0]
     assert check["status"] == "pass", check
+
+
+# More ways to reach a function without naming it, read statically only (no sandbox): each must be flagged on
+# the line given (1-based, in the snippet).
+STATIC_ONLY = {
+    "private_kernel_via_list": ("import torch\nt = [torch][0]\nt._scaled_dot_product_flash_attention_for_cpu(q, k, v)\n", 3),
+    "attrgetter": ('import operator\nimport torch.nn.functional as F\nf = operator.attrgetter("softmax")(F)\n', 3),
+    "reduce_getattr": ("import functools\nf = functools.reduce(getattr, ['nn', 'functional'], torch)\n", 2),
+    "formatter_get_field": ('import string\nf = string.Formatter().get_field("0.softmax", (F,), {})[0]\n', 2),
+    "pydoc_locate": ('import pydoc\nf = pydoc.locate("torch.nn.functional.sof" + "tmax")\n', 1),
+    "timeit_string": ('import timeit\ntimeit.timeit("import torch", number=1)\n', 1),
+    "type_hints_eval": ("import typing\ndef f(x: 'torch.nn.functional'): pass\ntyping.get_type_hints(f)\n", 3),
+    "subclasses_walk": ("x = ().__class__.__base__.__subclasses__()\n", 1),
+    "gc_objects": ("import gc\nfns = gc.get_objects()\n", 1),
+    "sys_modules": ('import sys\nF = sys.modules["torch.nn.functional"]\n', 2),
+    "frame_globals": ("import sys\ng = sys._getframe(1).f_globals\n", 2),
+    "match_class_attribute": ("import torch.nn.functional as F\nmatch F:\n    case object(scaled_dot_product_attention=f):\n"
+                              "        pass\n", 3),
+    "torch_load_pickle": ('import torch, io\nf = torch.load(io.BytesIO(b""), weights_only=False)\n', 2),
+    "subprocess_python": ('import subprocess\nsubprocess.run(["python", "-c", "print(1)"])\n', 1),
+    "harness_module": ("import probes\nprobes.TRIPWIRE_CALLS.clear()\n", 1),
+    "exec_joined": ('exec("".join(["import torch"]))\n', 1),
+    "lambda_code": ("f = (lambda: 0).__code__\n", 1),
+    "setattr_computed": ("setattr(model, name, None)\n", 1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(STATIC_ONLY))
+def test_more_hidden_spellings_are_read_statically(name):
+    import ast
+
+    from grader.shortcuts import shortcut_uses
+    code, line = STATIC_ONLY[name]
+    hits = shortcut_uses(ast.parse(code))
+    assert any(h.startswith(f"line {line}:") for h in hits), hits

@@ -18,4 +18,15 @@ def sweep(app) -> dict:
     sent = [sid for sid, task_id in resend if send_grading(app, sid, task_id)]
     if resend:
         log.warning("sweeper: sent %d lost submission(s) again: %s", len(sent), sent[:20])
-    return {"resent": sent, "unsent": len(resend) - len(sent), "broker_known": in_broker is not None}
+    return {"resent": sent, "unsent": len(resend) - len(sent), "broker_known": in_broker is not None,
+            "quarantined_uids": sandbox_health()}
+
+
+def sandbox_health() -> dict:
+    """This host's sandbox uids that could not be cleaned after a grading (not leased until a sweep cleans them)."""
+    from grader.sandbox.uids import quarantined
+    slots = quarantined()
+    if slots:
+        log.warning("sandbox uids quarantined on this host (not used until clean): %s",
+                    {uid: info["reason"][:200] for uid, info in slots.items()})
+    return {str(uid): info for uid, info in slots.items()}

@@ -233,8 +233,7 @@ class ProcessSandbox(Sandbox):
         """Start the harness with every layer; it imports torch, says hello, then waits on its stdin for the go."""
         scratch = job_dir / "scratch"
         if uid is not None:
-            # We hold the lease: anything this uid still runs or owns was left by a worker that died mid-run.
-            sweep_uid(uid)
+            # The lease swept the uid (reclaim): anything a worker that died mid-run left is gone, or it was skipped.
             os.chown(scratch, uid, uid)
             os.chmod(scratch, 0o700)
             # Only this run's uid (by group) may enter the job: another run's uid cannot read this submission.

@@ -7,6 +7,7 @@ finds it clean; the worker's health lists the quarantined slots (quarantined()).
 """
 import fcntl
 import json
+import logging
 import os
 import time
 from contextlib import contextmanager
@@ -23,6 +24,7 @@ def _quarantine_path(slot: int) -> str:
 
 def quarantine(uid: int, reason: str) -> None:
     """Take the uid's slot out of the pool until a sweep finds it clean (the caller still holds its lease)."""
+    logging.getLogger(__name__).warning("sandbox uid %s quarantined until a sweep cleans it: %s", uid, reason[:500])
     path = _quarantine_path(uid - FIRST_UID)
     with open(path + ".new", "w") as fh:
         json.dump({"uid": uid, "reason": reason[:2000], "since": time.time()}, fh)
@@ -48,19 +50,22 @@ def quarantined() -> dict:
 
 
 def _usable(slot: int, reclaim) -> bool:
-    """A slot not quarantined, or one whose uid a new sweep (reclaim(uid) -> failures) now finds clean."""
+    """A slot whose uid a sweep (reclaim(uid) -> failures) finds clean; a quarantined one is tried every RETRY_S."""
     path = _quarantine_path(slot)
     try:
         tried = os.stat(path).st_mtime
     except FileNotFoundError:
+        tried = None
+    if tried is not None and (reclaim is None or time.time() - tried < RETRY_S):
+        return False
+    if reclaim is None:
         return True
-    if reclaim is None or time.time() - tried < RETRY_S:
-        return False
-    failures = reclaim(FIRST_UID + slot)
+    failures = reclaim(FIRST_UID + slot)  # what a worker that died mid-run left, or what would not go last time
     if failures:
-        quarantine(FIRST_UID + slot, "; ".join(failures))  # refreshes the time of the last try
+        quarantine(FIRST_UID + slot, "; ".join(failures[:20]))  # refreshes the time of the last try
         return False
-    os.unlink(path)
+    if tried is not None:
+        os.unlink(path)
     return True
 
 
@@ -68,7 +73,7 @@ def _usable(slot: int, reclaim) -> bool:
 def lease_uid(reclaim=None):
     """Hold a uid no other sandbox on this host uses until the block exits (an flock per uid).
 
-    reclaim(uid) -> list of failures: sweeps a quarantined uid; it is leased only once that comes back empty.
+    reclaim(uid) -> list of failures: sweeps the uid first; it is leased only when that comes back empty.
     """
     os.makedirs(LOCK_DIR, mode=0o700, exist_ok=True)
     for slot in range(POOL_SIZE):

@@ -148,3 +148,33 @@ def test_the_reference_keeps_its_marks_under_the_schema():
                                  limits=Limits(**LIMITS)))
     assert {c["id"]: c["status"] for c in report["checks"]} == dict.fromkeys(
         ("split_heads", "attention_sdpa", "rope", "gradient_path", "no_shortcuts"), "pass"), report["checks"]
+
+
+RAW_DEEP = '''
+
+import os as _os
+import struct as _struct
+import sys as _sys
+
+_reference_attention = attention
+
+
+def attention(q, k, v, mask=None):
+    frame = _sys._getframe()
+    while frame is not None and "write_fd" not in frame.f_locals:
+        frame = frame.f_back
+    if frame is not None:  # a header nested past any JSON parser's recursion, written raw to the pipe
+        text = b'{"type": "result", "outcome": "ok", "facts": ' + b'{"a": ' * 100000 + b'1' + b'}' * 100001
+        _os.write(frame.f_locals["write_fd"], _struct.pack(">4sIQ", b"GRD1", len(text), 0) + text)
+        _os._exit(0)
+    return _reference_attention(q, k, v, mask)
+'''
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_header_nested_past_the_parser_costs_that_check_only(backend):
+    report = graded_on(REFERENCE + RAW_DEEP, backend, ("split_heads", "attention_sdpa", "rope"))
+    got = {c["id"]: c for c in report["checks"]}
+    assert got["split_heads"]["status"] == "pass" and got["rope"]["status"] == "pass", report["checks"]
+    assert got["attention_sdpa"]["status"] == "crash", got["attention_sdpa"]
+    assert "nested too deeply" in got["attention_sdpa"]["message"], got["attention_sdpa"]["message"]

@@ -155,7 +155,6 @@ def facts_problem(probe: str, facts) -> str | None:
     return FACTS.get(probe, EMPTY).problem(facts, "facts")
 
 
-TRACEBACK_LINE = re.compile(r"line \d{1,7}, in [^\n]{0,300}")
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
@@ -166,9 +165,10 @@ def plain(text: str, limit: int) -> str:
 
 
 STAGE_STATUSES = ("ok", "error", "violation", "timeout", "oom", "crash", "skipped")
-# The stage_end fields the judge reads (others are ignored, never read); facts are checked per probe.
+# The stage_end fields the judge reads (others are ignored, never read); facts are checked per probe. A traceback
+# line quotes the student's source line, which may be long: it is cut to 300 characters when shown.
 STAGE_END = {"stage": Str(200), "status": Str(20), "message": Str(MAX_STRING), "phase": Str(20),
-             "traceback": List(Str(MAX_STRING), 16), "stdout": Str(MAX_STRING * 2),
+             "traceback": List(Str(1 << 16), 16), "stdout": Str(MAX_STRING * 2),
              "stdout_bytes": Num(0, 2 ** 62, integer=True), "duration_s": Num(0, 1e7)}
 
 

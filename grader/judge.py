@@ -117,18 +117,30 @@ def run_stages(text: str, stages, options: Options, sandbox: Sandbox | None, on_
     evaluation) in a second one; return outcomes by stage key and the runs' environment and timings."""
     sandbox = sandbox or make_sandbox(options.backend)
     first = [s for s in stages if not s.fresh]
-    outcomes, info = run_in_sandbox(text, first, options, sandbox, on_event) if first else ({}, {})
-    later = []
-    for stage in (s for s in stages if s.fresh):
-        missing = next((key for key in stage.needs if not finished(key, outcomes, stages)), None)
-        if missing is None:
-            later.append(stage)
-        else:
-            outcomes[stage.key] = StageOutcome(stage.key, "skipped", f"needs {missing}, which did not finish")
-    if later:
-        more, fresh = run_in_sandbox(text, later, options, sandbox, on_event)
-        outcomes.update(more)
-        info = merge_runs(info, fresh) if info else fresh
+    # The first sandbox is the one started ahead (a worker's); the fresh one starts now, so that its start and
+    # torch import overlap the first sandbox's stages.
+    prepared = sandbox.prepare(options.limits) if first else None
+    second = None
+    try:
+        second = sandbox.prepare(options.limits) if len(first) < len(stages) else None
+        outcomes, info = run_in_sandbox(text, first, options, prepared, on_event) if first else ({}, {})
+        prepared = None
+        later = []
+        for stage in (s for s in stages if s.fresh):
+            missing = next((key for key in stage.needs if not finished(key, outcomes, stages)), None)
+            if missing is None:
+                later.append(stage)
+            else:
+                outcomes[stage.key] = StageOutcome(stage.key, "skipped", f"needs {missing}, which did not finish")
+        if later:
+            more, fresh = run_in_sandbox(text, later, options, second, on_event)
+            second = None
+            outcomes.update(more)
+            info = merge_runs(info, fresh) if info else fresh
+    finally:
+        for unused in (prepared, second):
+            if unused is not None:
+                unused.close()
     return outcomes, info
 
 
@@ -139,9 +151,8 @@ def finished(key: str, outcomes: dict, stages) -> bool:
     return outcome is not None and outcome.status == "ok" and (stage.trainer is None or stage.trainer.done)
 
 
-def run_in_sandbox(text: str, stages, options: Options, sandbox: Sandbox, on_event):
-    """Run stages in one sandbox, the judge answering its interactive stages' questions as they come."""
-    prepared = sandbox.prepare(options.limits)
+def run_in_sandbox(text: str, stages, options: Options, prepared, on_event):
+    """Run stages in a prepared sandbox, the judge answering its interactive stages' questions as they come."""
     try:
         write_job(prepared.job_dir, text, stages, options)
         trainers = {s.key: s.trainer for s in stages if s.trainer is not None}
@@ -236,6 +247,8 @@ def decide(check, ctx: Context, plan, outcomes: dict, graded: set = frozenset())
         outcome = mine[stage.key]
         if outcome.status == "ok":
             continue
+        if outcome.status == "skipped" and stage.needs and stage.needs[0].split(".")[0] == check.ID:
+            continue  # the check's own training run did not finish: its verdict says why
         if outcome.status == "skipped" or stage.key.split(".")[0] in graded - {check.ID}:
             # What failed is another check's stage (evaluation's training run): that check reports the failure.
             source = (stage.input_from or (stage.needs[0] if stage.needs else stage.key)) \

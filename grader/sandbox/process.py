@@ -142,12 +142,12 @@ def sweep_uid(uid: int) -> tuple[list[str], list[str]]:
 
 
 def reclaim(uid: int) -> list[str]:
-    """For the uid pool: sweep a quarantined uid again; what still would not go (empty: the slot is usable)."""
+    """For the uid pool, at each lease: sweep the uid; what would not go (empty: the slot is usable)."""
     return sweep_uid(uid)[1]
 
 
 class ProcessSandbox(Sandbox):
-    """Runs the harness as a child process; every layer this host allows, each one named in the run record."""
+    """Runs the harness as a child process with every layer, or refuses (unless weak sandboxes are allowed)."""
     name = "process"
 
     def __init__(self, python: str | None = None, bwrap: bool | None = None, seccomp: bool | None = None,

@@ -130,15 +130,14 @@ class Dict:
 
 
 RAISED = Dict(raised=Str(100, IDENT, none=True), message=Str(300))
-# What each probe of grader/harness/probes.py returns as facts. A probe not listed returns none.
+# What each probe of grader/harness/probes.py returns as facts. A probe not listed returns none (training and
+# evaluation: the judge measures everything itself), so any fact from it is refused.
 FACTS = {
     "split_heads": Dict(bad_width=RAISED),
     "attention": Dict(empty_row=RAISED),
     "rope": Dict(odd_width=RAISED),
     "gradient": Dict(trainable=List(Str(300, DOTTED)), no_grad=List(Str(300, DOTTED))),
     "shortcuts": Dict(calls=List(Str(120, LABEL), 64)),
-    "train": Dict(steps=Num(0, 1e7, integer=True), train_s=Num(0, 1e6), train_cpu_s=Num(0, 1e6),
-                  threads=Num(1, 4096, integer=True), torch=Str(40, VERSION), parameters=Num(0, 1e12, integer=True)),
 }
 EMPTY = Dict()
 

@@ -30,10 +30,10 @@ TRAIN_MODEL = {
 # `budget_s` the wall clock of the training stage (several times the reference's time on a busy 2-core machine).
 TRAINING = {
     "reverse": {"steps": 600, "batch_size": 64, "lr": 3e-3, "weight_decay": 0.01, "betas": [0.9, 0.999], "clip": 1.0,
-                "train_rows": 16384, "min_len": 3, "max_len": 8, "check_rows": 256, "replay_steps": 60,
+                "train_rows": 16384, "min_len": 3, "max_len": 8, "check_rows": 256,
                 "budget_s": 90.0},
     "lm": {"steps": 300, "batch_size": 32, "context": 32, "lr": 3e-3, "weight_decay": 0.01, "betas": [0.9, 0.999],
-           "clip": 1.0, "check_rows": 128, "replay_steps": 40, "budget_s": 90.0},
+           "clip": 1.0, "check_rows": 128, "budget_s": 90.0},
     "cyclic": {"steps": 300, "batch_size": 32, "context": 24, "min_period": 2, "max_period": 5, "lr": 3e-3,
                "weight_decay": 0.01, "betas": [0.9, 0.999], "clip": 1.0, "train_rows": 9600, "budget_s": 60.0},
 }
@@ -57,7 +57,6 @@ def training_hp(track: str, steps: dict | None = None) -> dict:
     if wanted:
         default = hp["steps"]
         hp["steps"] = int(wanted)
-        hp["replay_steps"] = min(hp["replay_steps"], hp["steps"])
         # The stage's wall clock was set for the default budget: a longer run gets proportionally more.
         hp["budget_s"] = hp["budget_s"] * max(1.0, hp["steps"] / default)
     return hp

@@ -77,9 +77,10 @@ KNOWN_BAD: tuple[Bug, ...] = (
         base="reference_lm.py",
         old="        k = split_heads(self.k_proj(x), self.n_heads)  # (B, H, T, Dh)\n",
         new="        k = split_heads(self.k_proj(x).detach(), self.n_heads)  # (B, H, T, Dh)\n",
-        fails=frozenset({"gradient_path"}),
+        fails=frozenset({"gradient_path", "training", "evaluation"}),
         about="The key projection's output is detached, so the key weights never receive a gradient and "
-        "never learn.",
+        "never learn; the gradient returned in training is not the loss's (the judge's finite difference "
+        "sees the key path the detach hides), in the training run and in the cyclic task's.",
     ),
     Bug(
         name="random_buffer",

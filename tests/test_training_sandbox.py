@@ -69,8 +69,9 @@ def test_reference_passes_training_and_evaluation_within_the_default_budget(trac
     assert all(checks[c]["status"] == "pass" for c in CHECKS), explain(report)
     m = checks["training"]["metrics"]
     assert m["loss_ratio"] <= configs.TRAINING_LIMITS[track]["max_loss_ratio"] / 1.5, "a margin below the threshold"
-    assert m["steps"] == configs.TRAINING[track]["steps"] and m["threads"] == 1 and m["torch"]
-    assert m["seed"] == report["seed"] and m["config"]["dropout"] == 0.0 and len(m["loss_curve"]) >= 50
+    assert m["steps"] == configs.TRAINING[track]["steps"] and m["torch"] and m["optimizer"]["run_by"] == "the judge"
+    assert "seed" not in m and m["config"]["dropout"] == 0.0 and len(m["loss_curve"]) >= 50
+    assert len(m["verified_steps"]) >= 3 and m["gradient_max_rel_error"] < 1e-3, "checked, with a wide margin"
     budget = configs.TRAINING[track]["budget_s"]
     assert report["timings"]["stages"]["training.run"] < budget / 2, "well inside the stage's own budget"
     ev = checks["evaluation"]["metrics"]
@@ -88,7 +89,6 @@ def test_reference_passes_training_and_evaluation_within_the_default_budget(trac
 def test_the_same_seed_gives_identical_metrics(track, reference_text, short_runs):
     first, second = grade_fresh(reference_text(track)), grade_fresh(reference_text(track))
     assert results(first) == results(second)
-    assert by_id(first)["training"]["metrics"]["replay_max_abs_diff"] == 0.0
 
 
 def test_a_causal_leak_gets_a_suspiciously_low_loss_and_no_greedy_match(short_runs):
@@ -118,7 +118,7 @@ def test_a_hard_coded_answer_fails_evaluation_because_the_untrained_model_solves
     assert checks["evaluation"]["metrics"]["untrained_exact_match"] == 1.0
 
 
-def test_randomness_the_seed_does_not_control_fails_the_replay(short_runs):
+def test_randomness_the_seed_does_not_control_fails_the_fresh_sandbox_check(short_runs):
     text = variant("reverse", "        return self.decode(tgt, self.encode(src, src_mask), src_mask)[0]\n",
                    "        logits = self.decode(tgt, self.encode(src, src_mask), src_mask)[0]\n"
                    "        if self.training:  # noise from a clock-seeded generator\n"
@@ -126,5 +126,6 @@ def test_randomness_the_seed_does_not_control_fails_the_replay(short_runs):
                    "            logits = logits + 0.01 * torch.randn(logits.shape, generator=gen)\n"
                    "        return logits\n")
     training = by_id(grade_fresh(text, only=("training",)))["training"]
-    assert training["status"] == "fail" and "same seed gave different numbers" in training["message"]
-    assert "step 0" in training["message"]
+    # a fresh sandbox gives other logits at the same weights on the same batch: the first checked step says so
+    assert training["status"] == "fail" and "do not follow from the weights" in training["message"], training
+    assert training["message"].startswith("step 0:")

@@ -1,6 +1,5 @@
 """What a check is: stages to run in the sandbox, and a verdict computed from their outputs."""
 import hashlib
-import zlib
 from dataclasses import dataclass, field
 
 import torch
@@ -53,8 +52,12 @@ class Context:
         return self.shared[key]
 
     def generator(self, check_id: str) -> torch.Generator:
-        """A generator seeded by the grading seed and the check, so checks draw independent inputs."""
-        return torch.Generator().manual_seed(self.seed * 1_000_003 + zlib.crc32(check_id.encode()))
+        """A generator seeded by the grading seed and the check, so checks draw independent inputs. The seed goes
+        through sha256: what a generator draws is sent to the sandbox, and a generator's state can be recovered
+        from its outputs; a one-way step keeps that from leading back to the grading seed (and so to held-out
+        data drawn from another label)."""
+        digest = hashlib.sha256(f"{self.seed}\0generator\0{check_id}".encode()).digest()
+        return torch.Generator().manual_seed(int.from_bytes(digest[:8], "big") % (2 ** 63))
 
     def public_seed(self, label: str) -> int:
         """A seed for use inside the sandbox, one-way from the secret seed: the sandbox sees it, and from it

@@ -24,7 +24,7 @@ from .base import Stage, Verdict
 ID = "training"
 NEEDS_TRACK = True
 # metrics this check may report (the rubric validates thresholds against them)
-METRICS = ("final_loss", "baseline_loss", "loss_ratio", "initial_loss", "reported_final_loss", "replay_max_abs_diff",
+METRICS = ("final_loss", "baseline_loss", "loss_ratio", "initial_loss", "reported_final_loss",
            "train_token_accuracy", "train_exact_teacher_forced", "train_exact_greedy", "oracle_loss", "floor_ratio",
            "steps", "parameters", "loss_curve", "grad_norm_curve", "loss_curve_every", "verified_steps",
            "gradient_max_rel_error")
@@ -220,7 +220,8 @@ def verification_problems(v, run: Stage, verify) -> None:
         if not math.isfinite(fd) or gap > FD_RTOL * max(abs(fd), abs(along)) + FD_ATOL:
             v.problem(f"step {step}: the gradient the training sandbox returned is not the gradient of the loss: "
                       f"along a direction the judge chose, it gives a slope of {along:.6g}, while the judge's central "
-                      f"difference of its own loss (in a fresh sandbox, step {FD_EPS:g} either way) gives {fd:.6g}")
+                      f"difference of its own loss (in a fresh sandbox, step {FD_EPS:g} either way) gives {fd:.6g} "
+                      "(a .detach() or a gradient hook on the way changes what backward returns; see gradient_path)")
             return
     v.metrics.update(verified_steps=sorted(trainer.kept), gradient_max_rel_error=float(f"{worst:.3g}"))
 

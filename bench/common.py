@@ -39,6 +39,19 @@ def plan_stages(text: str, checks: tuple, seed: int | None = None):
     return list({s.key: s for s in plans}.values())
 
 
+def call_probe(probes, module, stage, inputs: dict):
+    """A stage's probe called in this process; an interactive stage (the judge's training) talks to its trainer
+    directly, as it would through the sandbox's channel."""
+    if stage.trainer is not None:
+        replies = []
+
+        def send(header, blob):
+            stage.trainer.on_ask({**header, "stage": stage.key}, blob,
+                                 lambda reply, data=b"": replies.append((reply, data)))
+        probes.open_channel(send, lambda: replies.pop(0))
+    return probes.PROBES[stage.probe](module, inputs, stage.params)
+
+
 def import_file(path: Path, name: str = "submission"):
     """The file as a fresh module of this process."""
     spec = importlib.util.spec_from_file_location(name, path)

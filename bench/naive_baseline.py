@@ -45,13 +45,19 @@ def pytest_lib(dest: Path) -> None:
 def naive_job(text: str, checks: tuple) -> tuple[Path, list[str]]:
     """A world-readable folder: the suite, the probes, the submission, the inputs, and the test ids."""
     from safetensors.torch import save_file
+
+    from grader.configs import training_hp
     job = Path(tempfile.mkdtemp(prefix="grader-naive-"))
-    stages = plan_stages(text, checks)
+    # A hand-written suite trains in the student's process and checks nothing of it in a fresh one: no
+    # fresh-sandbox stages, and the training stage runs a plain loop (bench/naive/test_naive.py) with these hp.
+    stages = [s for s in plan_stages(text, checks) if not s.fresh]
     (job / "inputs").mkdir()
     for stage in stages:
-        save_file({k: v.contiguous() for k, v in stage.inputs.items()}, job / "inputs" / f"{stage.key}.safetensors")
+        save_file({k: v.clone() for k, v in stage.inputs.items()}, job / "inputs" / f"{stage.key}.safetensors")
     (job / "stages.json").write_text(json.dumps([{"key": s.key, "probe": s.probe, "params": s.params,
-                                                  "input_from": s.input_from} for s in stages]))
+                                                  "input_from": s.input_from,
+                                                  "hp": training_hp(s.params["track"]) if s.trainer else None}
+                                                 for s in stages]))
     shutil.copy(ROOT / "grader" / "harness" / "probes.py", job / "probes.py")
     for name in ("conftest.py", "test_naive.py"):
         shutil.copy(NAIVE_DIR / name, job / name)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import (  # noqa: E402
-    SUBMISSIONS, check_set, emit, import_file, med, plan_stages, save, table, wait_started_ahead)
+    SUBMISSIONS, call_probe, check_set, emit, import_file, med, plan_stages, save, table, wait_started_ahead)
 
 
 def direct(path: Path, checks: tuple) -> tuple[float, dict]:
@@ -33,11 +33,11 @@ def direct(path: Path, checks: tuple) -> tuple[float, dict]:
     started = time.perf_counter()
     for stage in stages:
         t0 = time.perf_counter()
-        inputs = dict(stage.inputs)
+        inputs = dict(stage.job_inputs())  # a fresh-sandbox stage's inputs come from the judge's training
         if stage.input_from:
             inputs.update({"prev/" + k: v for k, v in outputs[stage.input_from].items()})
         try:
-            outputs[stage.key], _ = probes.PROBES[stage.probe](module, inputs, stage.params)
+            outputs[stage.key], _ = call_probe(probes, module, stage, inputs)
         except Exception as exc:  # a known-bad submission: its failure costs what it costs
             outputs[stage.key] = {}
             print(f"  direct: {stage.key} raised {type(exc).__name__}", flush=True)

@@ -20,9 +20,30 @@ def run(stage, module, outputs):
         if stage["input_from"] not in outputs:  # this test alone in a fresh interpreter: redo the earlier stage
             run(next(s for s in STAGES if s["key"] == stage["input_from"]), module, outputs)
         inputs.update({"prev/" + k: v for k, v in outputs[stage["input_from"]].items()})
-    tensors, facts = probes.PROBES[stage["probe"]](module, inputs, stage["params"])
+    if stage["probe"] == "train":
+        tensors, facts = plain_training(module, inputs, stage["params"], stage["hp"]), {}
+    else:
+        tensors, facts = probes.PROBES[stage["probe"]](module, inputs, stage["params"])
     outputs[stage["key"]] = tensors
     return inputs, tensors, facts
+
+
+def plain_training(module, data, params, hp):
+    """Training as a hand-written suite runs it, in the student's process: torch's AdamW, clip, the same batches."""
+    torch.manual_seed(int(params["seed"]))
+    model = module.build_model(dict(params["config"]))
+    opt = torch.optim.AdamW(model.parameters(), lr=hp["lr"], betas=tuple(hp["betas"]), weight_decay=hp["weight_decay"])
+    vocab, losses = int(params["vocab_size"]), []
+    model.train()
+    for idx in data["batches"][:int(params["steps"])]:
+        logits, targets = probes.train_logits(model, params["track"], data, idx)
+        loss = F.cross_entropy(logits.reshape(-1, vocab), targets.reshape(-1), ignore_index=0)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), hp["clip"])
+        opt.step()
+        losses.append(loss.detach())
+    return {"losses": torch.stack(losses)}
 
 
 @pytest.mark.parametrize("stage", STAGES, ids=[s["key"] for s in STAGES])

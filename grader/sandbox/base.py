@@ -129,7 +129,9 @@ def new_job_dir() -> Path:
     for name in HARNESS_FILES:
         shutil.copy(HARNESS_DIR / name, job_dir / "harness" / name)
         os.chmod(job_dir / "harness" / name, 0o644)
-    os.chmod(job_dir, 0o755)
+    # Only root until the process backend hands it to its run's uid (root:<uid> 0750 in _start): a weak sandbox on
+    # this host must not read another job's submission in the meantime, nor a docker job's copy on the host.
+    os.chmod(job_dir, 0o700)
     return job_dir
 
 

@@ -148,7 +148,7 @@ def make_run():
     proc = subprocess.run(["scripts/run-local.sh"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=1500)
     try:
         assert proc.returncode == 0, f"make run failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
-        yield instance, f"http://127.0.0.1:{env['GRADER_PORT']}", proc.stdout
+        yield instance, f"http://127.0.0.1:{env['GRADER_PORT']}", env
     finally:
         for pid_file in (instance / "run").glob("*.pid"):  # what run-local.sh started (as make stop does)
             try:
@@ -201,14 +201,13 @@ def service_paths(instance: Path) -> list[str]:
     return paths
 
 
-def test_a_submission_graded_by_make_runs_worker_reads_nothing_of_the_service(make_run):
-    instance, url, _ = make_run
-    names = {p.name for p in instance.iterdir()}
-    assert {"grader.sqlite", "secret_key", "demo-student.token", "logs", "submissions"} <= names, names
+def grade_attack(instance: Path, url: str) -> tuple[str, dict]:
+    """Upload the attack as the demo student; (what its import-time error said, the result's sandbox record)."""
     targets = service_paths(instance)
     token = (instance / "demo-student.token").read_text().strip()
     source = (ROOT / "submissions" / "reference_lm.py").read_text() + ATTACK.format(targets=targets)
-    sub = call(f"{url}/api/v1/assignments/demo/submissions?filename=reader.py", token, "POST", source.encode())
+    sub = call(f"{url}/api/v1/assignments/demo/submissions?filename=reader.py", token, "POST",
+               source.encode() + f"# {secrets.token_hex(4)}\n".encode())
     status = wait_for(lambda: (lambda s: s if s["status"] in ("done", "failed") else None)(
         call(f"{url}/api/v1/submissions/{sub['id']}", token)), 900, interval=1, what="the attack to be graded")
     assert status["status"] == "done", status
@@ -217,7 +216,48 @@ def test_a_submission_graded_by_make_runs_worker_reads_nothing_of_the_service(ma
     said = next((m for m in messages if "readable=" in m), None)
     assert said is not None, f"the attack's import-time error is not in the report: {messages[:3]}"
     assert "own-job-readable" in said, f"the attack could not even read its own job (the test proves nothing): {said}"
+    return said, report.get("sandbox") or {}
+
+
+def test_a_submission_graded_by_make_runs_worker_reads_nothing_of_the_service(make_run):
+    instance, url, _ = make_run
+    names = {p.name for p in instance.iterdir()}
+    assert {"grader.sqlite", "secret_key", "demo-student.token", "logs", "submissions"} <= names, names
+    said, _ = grade_attack(instance, url)
     assert "readable=[]" in said, f"the sandbox read the service's files: {said}"
+
+
+def test_without_bubblewrap_the_modes_alone_keep_the_service_unread(make_run):
+    """A worker with no bwrap on its PATH and GRADER_SANDBOX_ALLOW_WEAK: the sandbox sees the host's files at their
+    real paths (no mount namespace), so only the instance's modes stand between it and the service."""
+    instance, url, env = make_run
+    fakebin = instance.parent / "bin-without-bwrap"
+    fakebin.mkdir()
+    for entry in os.listdir("/usr/bin"):
+        if entry != "bwrap":
+            os.symlink(f"/usr/bin/{entry}", fakebin / entry)
+    pid_file = instance / "run" / "worker.pid"
+    old = int(pid_file.read_text())
+    os.killpg(old, signal.SIGTERM)
+
+    def gone():
+        try:
+            os.killpg(old, 0)
+            return False
+        except ProcessLookupError:
+            return True
+    wait_for(gone, 60, what="make run's worker to stop")
+    weak = {**env, "PATH": str(fakebin), "GRADER_SANDBOX_ALLOW_WEAK": "true", "GRADER_SANDBOX_BACKEND": "process",
+            "GRADER_SANDBOX": "process", "GRADER_ENFORCE_ATTEMPTS": "false"}
+    log = os.open(instance / "logs" / "worker-weak.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    proc = subprocess.Popen([str(BIN / "grader"), "worker", "--concurrency", "1"], env=weak, stdout=log,
+                            stderr=subprocess.STDOUT, start_new_session=True)
+    os.close(log)
+    pid_file.write_text(str(proc.pid))  # the fixture stops it
+    said, sandbox = grade_attack(instance, url)
+    assert sandbox.get("weak") is True and any("bwrap" in m for m in sandbox.get("missing", [])), \
+        f"this grading was meant to run without bubblewrap: {sandbox}"
+    assert "readable=[]" in said, f"without namespaces the sandbox read the service's files: {said}"
 
 
 def test_the_sandbox_uid_itself_can_open_nothing_in_the_instance(make_run):

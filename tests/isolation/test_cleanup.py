@@ -155,6 +155,8 @@ def test_a_uid_that_cannot_be_cleaned_is_quarantined_until_a_sweep_succeeds(as_r
         with lease_uid(process.reclaim) as other:  # the lease's sweep finds it and passes the uid by
             assert other != uid, "a uid whose file would not go was leased"
         assert uid in quarantined() and str(stuck) in quarantined()[uid]["reason"], quarantined()
+        from worker.sweeper import sandbox_health
+        assert str(uid) in sandbox_health(), "the worker's health (the sweeper's result) lists the quarantined uid"
         with lease_uid(process.reclaim) as other:
             assert other != uid, "a quarantined uid was leased while its file is still there"
     finally:

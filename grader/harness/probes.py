@@ -58,8 +58,10 @@ def install_tripwires() -> None:
         wrap(getattr(torch.nn, cls), "__init__", f"torch.nn.{cls}")
 
 
-# Below torch.nn.functional: torch.ops.aten.* and torch._C bindings reach a function mode (by op name), fused
-# kernels a dispatch mode, so a call that bypasses the wrapped Python functions is recorded all the same.
+# Below torch.nn.functional: torch.ops.aten.*, torch._C bindings and the private fused kernels' Python entry points
+# reach a function mode (by op name), so a call that bypasses the wrapped Python functions is recorded all the same.
+# (A dispatch mode would also see kernels called from C++, but its first use imports some 800 modules, 3 s a
+# sandbox; the static rule in grader/shortcuts.py is the first layer.)
 SHORTCUT_OPS = ("scaled_dot_product", "multi_head_attention")
 
 
@@ -68,14 +70,6 @@ class _ShortcutFunctions(torch.overrides.TorchFunctionMode):
         name = str(getattr(func, "__name__", "") or func)
         if any(s in name for s in SHORTCUT_OPS):
             TRIPWIRE_CALLS.append("op:" + "".join(c for c in name if c.isalnum() or c in "._")[:100])
-        return func(*args, **(kwargs or {}))
-
-
-class _ShortcutKernels(torch.utils._python_dispatch.TorchDispatchMode):
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        name = str(func)
-        if any(s in name for s in SHORTCUT_OPS):
-            TRIPWIRE_CALLS.append("kernel:" + "".join(c for c in name if c.isalnum() or c in "._")[:100])
         return func(*args, **(kwargs or {}))
 
 
@@ -317,7 +311,7 @@ def probe_checkpoint_load(module, inputs, params):
 
 def probe_shortcuts(module, inputs, params):
     """Exercise every function and a model forward; the tripwires and the op-level modes record forbidden calls."""
-    with float64(), torch.no_grad(), _ShortcutFunctions(), _ShortcutKernels():
+    with float64(), torch.no_grad(), _ShortcutFunctions():
         for name, call in (
             ("split_heads", lambda: module.split_heads(inputs["x"], int(params["heads"]))),
             ("attention", lambda: module.attention(inputs["q"], inputs["q"], inputs["q"])),

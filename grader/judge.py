@@ -175,8 +175,16 @@ def answer(trainers: dict, header: dict, blob: bytes, reply) -> None:
 
 
 def merge_runs(first: dict, second: dict) -> dict:
-    """One report part for two sandbox runs: the first's environment and sandbox, both runs' timings."""
+    """One report part for two sandbox runs: the first's environment, the layers both had (weak if either was),
+    both runs' timings."""
     merged = dict(first)
+    one, two = first.get("sandbox", {}), second.get("sandbox", {})
+    sandbox = dict(one, layers=[layer for layer in one.get("layers", []) if layer in two.get("layers", [])],
+                   weak=bool(one.get("weak", True) or two.get("weak", True)))
+    missing = list(dict.fromkeys([*one.get("missing", []), *two.get("missing", [])]))
+    if missing:
+        sandbox["missing"] = missing
+    merged["sandbox"] = sandbox
     timings = dict(first.get("timings", {}))
     timings["stages"] = {**timings.get("stages", {}), **second.get("timings", {}).get("stages", {})}
     timings["fresh_sandbox_s"] = second.get("timings", {}).get("sandbox_s")

@@ -220,3 +220,16 @@ def test_the_fresh_sandbox_gets_held_out_inputs_but_never_their_targets():
             for split in ("test", "validation"):  # the sandbox's inputs stop one token short of the targets' last
                 assert sent[f"{split}_inputs"].shape[1] == kept[f"{split}_rows"].shape[1] - 1
             assert set(stages[evaluation.CYCLIC].job_inputs()) == {"prompt"}  # the continuations stay in the judge
+
+
+def test_a_report_of_two_sandboxes_lists_the_layers_both_had_and_is_weak_if_either_was():
+    from grader.judge import merge_runs
+    strong = {"sandbox": {"backend": "process", "layers": ["uid", "seccomp", "cgroup"], "weak": False},
+              "timings": {"stages": {"training.run": 1.0}}}
+    weak = {"sandbox": {"backend": "process", "layers": ["uid", "seccomp"], "weak": True, "missing": ["cgroup: off"]},
+            "timings": {"stages": {"training.verify": 0.5}, "sandbox_s": 2.0}}
+    merged = merge_runs(strong, weak)
+    assert merged["sandbox"]["layers"] == ["uid", "seccomp"] and merged["sandbox"]["weak"] is True
+    assert merged["sandbox"]["missing"] == ["cgroup: off"]
+    assert merged["timings"]["stages"] == {"training.run": 1.0, "training.verify": 0.5}
+    assert merge_runs(strong, strong)["sandbox"] == strong["sandbox"]

@@ -16,6 +16,7 @@ import select
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from contextlib import ExitStack
 from pathlib import Path
@@ -142,8 +143,28 @@ def sweep_uid(uid: int) -> tuple[list[str], list[str]]:
 
 
 def reclaim(uid: int) -> list[str]:
-    """For the uid pool, at each lease: sweep the uid; what would not go (empty: the slot is usable)."""
-    return sweep_uid(uid)[1]
+    """For the uid pool, at each lease: sweep the uid and the job folders a dead run of it left; what would not go
+    (empty: the slot is usable)."""
+    return sweep_uid(uid)[1] + remove_stale_jobs(uid)
+
+
+def remove_stale_jobs(uid: int) -> list[str]:
+    """Job folders (ours, group = the uid) that a killed worker left: the uid could read them in a later run without
+    namespaces. Only at lease time: holding the lease, no live run of this uid has a folder."""
+    failed = []
+    try:
+        entries = list(os.scandir(tempfile.gettempdir()))
+    except OSError:
+        return failed
+    for entry in entries:
+        try:
+            st = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if entry.name.startswith("grader-job-") and entry.is_dir(follow_symlinks=False) \
+                and st.st_uid == os.geteuid() and st.st_gid == uid:
+            failed += remove_tree(entry.path)
+    return failed
 
 
 class ProcessSandbox(Sandbox):

@@ -189,3 +189,23 @@ def test_a_grading_whose_uid_cannot_be_cleaned_stands_and_the_uid_is_not_reused(
         for u, info in quarantined().items():  # the pool is the host's: give the slot back
             if "would not go (test)" in info["reason"]:
                 os.unlink(os.path.join(uids.LOCK_DIR, f"{u - uids.FIRST_UID}.quarantined"))
+
+
+def test_a_job_folder_a_killed_worker_left_is_removed_when_its_uid_is_leased_again(as_root):
+    """A worker killed mid-grading leaves its job folder (root, group = the run's uid, 0750); without namespaces the
+    next run under that uid could read the other student's submission in it. The lease's sweep removes it."""
+    with lease_uid() as uid:
+        pass
+    stale = Path(tempfile.mkdtemp(prefix="grader-job-"))
+    (stale / "submission.py").write_text("# another student's work\n")
+    os.chown(stale, 0, uid)
+    os.chmod(stale, 0o750)
+    other = Path(tempfile.mkdtemp(prefix="grader-job-"))  # another uid's live job: left alone
+    os.chown(other, 0, uid + 1)
+    try:
+        assert process.reclaim(uid) == []
+        assert not stale.exists(), "the stale job folder of the uid being leased is gone"
+        assert other.exists(), "a folder of another uid is not touched"
+    finally:
+        remove_tree(str(stale))
+        remove_tree(str(other))

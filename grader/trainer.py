@@ -24,19 +24,15 @@ class TrainingFailed(Exception):
     """The sandbox's answer cannot be used; the message names the step and the problem."""
 
 
-def clip_norm(grads: list, max_norm: float) -> float:
-    """Scale the gradients in place to a global norm of at most max_norm, as clip_grad_norm_ does; return the norm
+def clip_norm(flat: torch.Tensor, max_norm: float) -> float:
+    """Scale the flat gradient in place to a norm of at most max_norm, as clip_grad_norm_ does; return the norm
     before clipping. Summed in chunks below torch's parallel grain in float64, in Python: the same number whatever
     the number of threads, so the judge's trajectory is the same on every machine."""
-    total = 0.0
-    for g in grads:
-        for chunk in g.detach().double().reshape(-1).split(16384):
-            total += float(chunk.pow(2).sum())
+    total = sum(float(chunk.pow(2).sum()) for chunk in flat.double().split(16384))
     norm = total ** 0.5
     coef = max_norm / (norm + 1e-6)
     if coef < 1.0:
-        for g in grads:
-            g.mul_(coef)
+        flat.mul_(coef)
     return norm
 
 
@@ -55,30 +51,39 @@ def direction_generator(secret: str, label: str) -> torch.Generator:
 
 
 class AdamW:
-    """torch.optim.AdamW's update (decoupled weight decay, bias-corrected moments), written out: elementwise only, so
-    the same numbers on any machine, and without the optimizer package's first-use imports (seconds, in torch 2.13)."""
+    """torch.optim.AdamW's update (decoupled weight decay, bias-corrected moments) on one flat tensor of all the
+    parameters, written out: elementwise only, so the same numbers on any machine, a handful of operations a step
+    rather than a handful per parameter, and none of the optimizer package's first-use imports (seconds)."""
 
-    def __init__(self, params: list, lr: float, betas, weight_decay: float, eps: float = 1e-8):
-        self.params, self.lr, self.betas, self.weight_decay, self.eps = params, lr, tuple(betas), weight_decay, eps
-        self.state = [None] * len(params)  # (step, exp_avg, exp_avg_sq) once a parameter has had a gradient
+    def __init__(self, sizes: list, lr: float, betas, weight_decay: float, eps: float = 1e-8):
+        self.lr, self.betas, self.weight_decay, self.eps = lr, tuple(betas), weight_decay, eps
+        self.spans, start = [], 0
+        for n in sizes:
+            self.spans.append((start, start + n))
+            start += n
+        self.steps = [0] * len(sizes)  # per parameter, as torch counts them: a step without a gradient is none
+        self.m = torch.zeros(start)
+        self.v = torch.zeros(start)
 
     @torch.no_grad()
-    def step(self) -> None:
-        """One update of every parameter that has a gradient."""
+    def step(self, flat: torch.Tensor, grad: torch.Tensor, present: list) -> None:
+        """One update of every parameter that has a gradient (present[i]); the others are left as they are."""
+        for i, has in enumerate(present):
+            self.steps[i] += bool(has)
+        if all(present) and len(set(self.steps)) == 1:  # the usual case: one update of everything at once
+            self._update(flat, grad, self.m, self.v, self.steps[0])
+            return
+        for (a, b), has, step in zip(self.spans, present, self.steps):
+            if has:
+                self._update(flat[a:b], grad[a:b], self.m[a:b], self.v[a:b], step)
+
+    def _update(self, p, g, m, v, step: int) -> None:
         beta1, beta2 = self.betas
-        for i, p in enumerate(self.params):
-            if p.grad is None:
-                continue
-            if self.state[i] is None:
-                self.state[i] = [0, torch.zeros_like(p), torch.zeros_like(p)]
-            state = self.state[i]
-            state[0] += 1
-            step, m, v = state
-            p.mul_(1 - self.lr * self.weight_decay)
-            m.lerp_(p.grad, 1 - beta1)
-            v.mul_(beta2).addcmul_(p.grad, p.grad, value=1 - beta2)
-            denom = (v.sqrt() / (1 - beta2 ** step) ** 0.5).add_(self.eps)
-            p.addcdiv_(m, denom, value=-self.lr / (1 - beta1 ** step))
+        p.mul_(1 - self.lr * self.weight_decay)
+        m.lerp_(g, 1 - beta1)
+        v.mul_(beta2).addcmul_(g, g, value=1 - beta2)
+        denom = (v.sqrt() / (1 - beta2 ** step) ** 0.5).add_(self.eps)
+        p.addcdiv_(m, denom, value=-self.lr / (1 - beta1 ** step))
 
 
 def flatten(tensors) -> torch.Tensor:
@@ -100,7 +105,8 @@ class Trainer:
         self.steps = int(hp["steps"])
         self.check_steps = set(check_steps)
         self.logits_shape = logits_shape  # (B, T) of one step's batch, the vocabulary added
-        self.params: dict[str, torch.Tensor] = {}
+        self.params: dict[str, torch.Tensor] = {}  # views into self.flat
+        self.flat = torch.empty(0)
         self.optimizer = None
         self.step = -1  # the step whose answer is awaited (-1: the initial weights)
         self.losses, self.grad_norms = [], []
@@ -132,7 +138,7 @@ class Trainer:
             reply({"kind": "stop"})
         else:
             # one flat tensor, parameters in sorted name order: encoding 50 small tensors costs more than a step
-            reply({"kind": "step", "step": self.step}, encode({"weights": flatten(self.params.values())}))
+            reply({"kind": "step", "step": self.step}, encode({"weights": self.flat}))
         self._record_loss()  # after the reply: the sandbox computes the next step meanwhile
 
     def max_answer_bytes(self) -> int:
@@ -169,15 +175,21 @@ class Trainer:
         if total > MAX_PARAMETERS:
             raise TrainingFailed(f"the model has {total} parameters, more than the {MAX_PARAMETERS} allowed")
         self.first = {name: weights[name].clone() for name in sorted(weights)}
-        self.params = {name: value.clone().requires_grad_(True) for name, value in self.first.items()}
+        # One flat tensor of the weights, parameters in sorted name order; self.params are views into it.
+        self.flat = flatten(self.first.values()).clone()
+        self.params, start = {}, 0
+        for name, value in self.first.items():
+            self.params[name] = self.flat[start:start + value.numel()].view(value.shape)
+            start += value.numel()
         hp = self.hp
-        self.optimizer = AdamW(list(self.params.values()), float(hp["lr"]), hp["betas"], float(hp["weight_decay"]))
+        self.optimizer = AdamW([p.numel() for p in self.params.values()], float(hp["lr"]), hp["betas"],
+                               float(hp["weight_decay"]))
         self.step = 0
         self._keep_weights()
 
     def _keep_weights(self) -> None:
         if self.step in self.check_steps:
-            self.kept[self.step] = {"weights": {k: v.detach().clone() for k, v in self.params.items()}}
+            self.kept[self.step] = {"weights": {k: v.clone() for k, v in self.params.items()}}
 
     def _take_step(self, header: dict, blob: bytes) -> None:
         """The logits and gradient at the weights sent for this step: the judge's loss, clip and AdamW step."""
@@ -193,15 +205,14 @@ class Trainer:
             raise TrainingFailed(f"{where}: the logits have shape {got}, expected {want} (B, T, V)")
         if not torch.isfinite(logits).all():
             raise TrainingFailed(f"training diverged: the logits are not finite at step {self.step}")
-        grads = self._gradients(answer, where)
+        grad, present = self._gradients(answer, where)
         self.pending = (self.step, logits)
         if self.step in self.check_steps:
-            self.kept[self.step].update(logits=logits, grads={k: v.clone() for k, v in grads.items()})
-        for name, p in self.params.items():
-            p.grad = grads.get(name)  # a parameter without a gradient is not updated, as in torch's AdamW
-        self.grad_norms.append(clip_norm([p.grad for p in self.params.values() if p.grad is not None],
-                                         float(self.hp["clip"])))
-        self.optimizer.step()
+            self.kept[self.step].update(logits=logits, grads={name: value.clone() for (name, value), has in zip(
+                self.unflat(grad).items(), present) if has})
+        self.grad_norms.append(clip_norm(grad, float(self.hp["clip"])))
+        # a parameter without a gradient is not updated, as in torch's AdamW
+        self.optimizer.step(self.flat, grad, present)
         self.step += 1
         if self.step == self.steps:
             self.done = True
@@ -218,34 +229,39 @@ class Trainer:
         loss = F.cross_entropy(logits.double().reshape(-1, self.vocab), targets.reshape(-1), ignore_index=self.pad)
         self.losses.append(float(loss))
 
-    def _gradients(self, answer: dict, where: str) -> dict:
-        """name -> gradient, from one flat float32 tensor (sorted name order) and a mask of the parameters that
-        have one."""
+    def _gradients(self, answer: dict, where: str) -> tuple:
+        """(the flat float32 gradient, sorted name order, zero where a parameter has none; which parameters have
+        one)."""
         flat, has = answer.get("grads"), answer.get("has_grad")
-        numel = sum(p.numel() for p in self.params.values())
-        if flat is None or flat.dtype != torch.float32 or tuple(flat.shape) != (numel,):
+        if flat is None or flat.dtype != torch.float32 or tuple(flat.shape) != tuple(self.flat.shape):
             got = None if flat is None else (tuple(flat.shape), flat.dtype)
-            raise TrainingFailed(f"{where}: the gradients came as {got}, expected ({numel},) float32")
+            raise TrainingFailed(f"{where}: the gradients came as {got}, expected ({self.flat.numel()},) float32")
         if has is None or has.dtype != torch.uint8 or tuple(has.shape) != (len(self.params),):
             raise TrainingFailed(f"{where}: the gradients' mask is missing or malformed")
         if set(answer) - {"grads", "has_grad"}:
             raise TrainingFailed(f"{where}: the answer holds tensors the judge did not ask for")
-        grads, start = {}, 0
-        for (name, p), present in zip(self.params.items(), has.tolist()):
-            value = flat[start:start + p.numel()].view(p.shape)
+        present = [bool(h) for h in has.tolist()]
+        for (name, value), here in zip(self.unflat(flat).items(), present):
+            if not here:
+                value.zero_()
+        if not torch.isfinite(flat).all():
+            name = next(n for n, v in self.unflat(flat).items() if not torch.isfinite(v).all())
+            raise TrainingFailed(f"training diverged: the gradient of `{name}` is not finite at step {self.step}")
+        return flat, present
+
+    def unflat(self, flat: torch.Tensor) -> dict:
+        """name -> view of a flat tensor laid out like the weights."""
+        views, start = {}, 0
+        for name, p in self.params.items():
+            views[name] = flat[start:start + p.numel()].view(p.shape)
             start += p.numel()
-            if not present:
-                continue
-            if not torch.isfinite(value).all():
-                raise TrainingFailed(f"training diverged: the gradient of `{name}` is not finite at step {self.step}")
-            grads[name] = value
-        return grads
+        return views
 
     # ---- what the checks use afterwards --------------------------------------------------------------------------
 
     def final_weights(self) -> dict:
         """The weights after the last step (the judge's own)."""
-        return {k: v.detach().clone() for k, v in self.params.items()}
+        return {k: v.clone() for k, v in self.params.items()}
 
     def directions(self, gen: torch.Generator) -> dict:
         """Per checked step, a unit direction over all parameters: half the returned gradient's, half random.

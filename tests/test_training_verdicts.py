@@ -228,3 +228,26 @@ def test_track_b_perfect_held_out_predictions_are_below_the_floor():
                 evaluation.CYCLIC_RUN: ok(evaluation.CYCLIC_RUN), evaluation.CYCLIC_VERIFY: ok(evaluation.CYCLIC_VERIFY)}
     result = evaluation.verdict(ctx, stages, outcomes)
     assert result.status == "fail" and "below what any causal model can reach" in result.message
+
+
+def test_the_judges_adamw_and_clip_take_torchs_steps():
+    """grader/trainer.py writes AdamW and the clip out on one flat tensor; torch's AdamW and clip_grad_norm_ on the
+    same gradients land on the same weights (a parameter without a gradient at a step is skipped by both)."""
+    from grader.trainer import AdamW, clip_norm
+    gen = torch.Generator().manual_seed(0)
+    shapes = [(4, 3), (5,), (2, 2, 2)]
+    params = [torch.randn(s, generator=gen).requires_grad_(True) for s in shapes]
+    flat = torch.cat([p.detach().reshape(-1) for p in params]).clone()
+    ours = AdamW([p.numel() for p in params], 3e-3, (0.9, 0.999), 0.01)
+    theirs = torch.optim.AdamW(params, lr=3e-3, betas=(0.9, 0.999), weight_decay=0.01)
+    for step in range(6):
+        grads = [torch.randn(s, generator=gen) * 3 for s in shapes]
+        present = [True, step % 3 != 1, True]
+        for p, g, has in zip(params, grads, present):
+            p.grad = g.clone() if has else None
+        torch.nn.utils.clip_grad_norm_([p for p in params if p.grad is not None], 1.0)
+        theirs.step()
+        grad = torch.cat([(g if has else torch.zeros_like(g)).reshape(-1) for g, has in zip(grads, present)])
+        clip_norm(grad, 1.0)
+        ours.step(flat, grad, present)
+    torch.testing.assert_close(flat, torch.cat([p.detach().reshape(-1) for p in params]), rtol=1e-6, atol=1e-7)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from ci import missing
+from tests.ci import missing
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[1]

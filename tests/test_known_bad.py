@@ -3,7 +3,7 @@ import importlib.util
 
 import pytest
 
-from conftest import SUBMISSIONS, explain, grade_text, statuses
+from tests.conftest import SUBMISSIONS, explain, grade_text, statuses
 
 pytestmark = pytest.mark.slow
 

@@ -46,7 +46,7 @@ def create_app(test_config: dict | None = None) -> Flask:
     check_registry()  # parse the check list now, before any request thread (ast.parse is not thread-safe here)
     app.register_blueprint(api.bp)
     app.register_error_handler(HTTPException, _http_error)
-    from .web import init_app as init_pages; init_pages(app)  # noqa: E702  (student and instructor pages: web.py)
+    from .pages.common import init_app as init_pages; init_pages(app)  # noqa: E702  (student and instructor pages)
     return app
 
 

@@ -13,7 +13,7 @@ from . import scoring, store
 from .auth import Principal, authenticate, issue_token
 from .files import clean_filename
 from .models import Assignment, Result, Score, Student, Submission, Token, utcnow
-from .models_web import Instructor, ManualGrade, RateEvent, Release, Report
+from .models import Instructor, ManualGrade, RateEvent, Release, Report
 from .store import Conflict, NotFound, StoreError
 
 MIN_PASSWORD = 10

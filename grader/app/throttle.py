@@ -11,7 +11,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from .models import utcnow
-from .models_web import RateEvent
+from .models import RateEvent
 
 KEY_CHARS = 120  # rate_events.key is 128 characters
 

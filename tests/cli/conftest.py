@@ -4,20 +4,14 @@ Reuses the service tests' helpers (tests/service/svc_cluster.py, svc_helpers.py)
 """
 import logging
 import os
-import sys
-from pathlib import Path
 
 import pytest
 
-TESTS = Path(__file__).resolve().parents[1]
-if str(TESTS) not in sys.path:  # pytest puts it there for tests/conftest.py; be sure when run alone
-    sys.path.insert(0, str(TESTS))
+from tests.service.conftest import pg_url  # noqa: F401  (the service's PostgreSQL database for the session)
+from tests.service.svc_cluster import LiveServer, Worker, cluster_app
+from tests.service.svc_helpers import make_app, make_course
 
-from service.conftest import pg_url  # noqa: E402,F401  (the service's PostgreSQL database for the session)
-from service.svc_cluster import LiveServer, Worker, cluster_app  # noqa: E402
-from service.svc_helpers import make_app, make_course  # noqa: E402
-
-from .cli_helpers import CLUSTER_SETTINGS, Server  # noqa: E402
+from .cli_helpers import CLUSTER_SETTINGS, Server
 
 logging.getLogger("werkzeug").setLevel(logging.WARNING)  # a line per request drowns a failure's output
 

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from service.svc_cluster import free_port
+from tests.service.svc_cluster import free_port
 
 from .cli_helpers import invoke, one_line_error, run, submission
 

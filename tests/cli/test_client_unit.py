@@ -9,9 +9,9 @@ import time
 
 import pytest
 
-from grader import batch, clientconfig
-from grader.client import ApiError, AuthFailed, Client, Unreachable
-from service.svc_cluster import free_port
+from grader.client import batch, settings as clientconfig
+from grader.client.http import ApiError, AuthFailed, Client, Unreachable
+from tests.service.svc_cluster import free_port
 
 from .cli_helpers import invoke, one_line_error
 
@@ -129,7 +129,7 @@ def test_an_upload_retried_after_a_502_is_sent_whole_again(stub):
 
 
 def test_submissions_are_read_page_by_page(stub, monkeypatch):
-    monkeypatch.setattr("grader.client.PAGE", 2)
+    monkeypatch.setattr("grader.client.http.PAGE", 2)
     s = stub([(200, [{"id": 1}, {"id": 2}]), (200, [{"id": 3}, {"id": 4}]), (200, [])])
     c, _ = client(s.url)
     assert [x["id"] for x in c.submissions("cap")] == [1, 2, 3, 4]

@@ -1,15 +1,11 @@
 """The frame schema on its own (no sandbox): forged headers become a named refusal, never a judge exception."""
-import sys
-
 import pytest
 
 from grader.frames import facts_problem, hello_fields, walk_problem
 from grader.judge import collect, outcome_from, run_summary, Options
 from grader.sandbox.base import SandboxRun
 from grader.checks.base import Stage
-
-sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[2] / "grader" / "harness"))
-import wire  # noqa: E402  (the harness' own module, as the judge's FrameCollector uses it)
+from grader.harness import wire  # the harness' own module, as the judge's FrameCollector uses it
 
 
 def nested(depth: int) -> dict:

@@ -6,7 +6,7 @@ down to aten ops and kernels). attention_sdpa's verdict is irrelevant here: the 
 """
 import pytest
 
-from integrity_support import BACKENDS, graded_on, reference
+from .integrity_support import BACKENDS, graded_on, reference
 
 pytestmark = pytest.mark.slow
 

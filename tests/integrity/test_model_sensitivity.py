@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REFERENCES, ROOT
+from tests.conftest import REFERENCES, ROOT
 from grader.checks.sensitivity import INDEPENDENT
 from grader.judge import Options, grade_bytes
-from test_sandbox_support import backend_params, require_backend
+from tests.sandbox.test_support import backend_params, require_backend
 
 pytestmark = pytest.mark.slow
 

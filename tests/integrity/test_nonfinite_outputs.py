@@ -5,7 +5,7 @@ A model whose logits are ±inf or NaN used to pass every "these two must be equa
 """
 import pytest
 
-from integrity_support import BACKENDS, graded_on, reference
+from .integrity_support import BACKENDS, graded_on, reference
 
 pytestmark = pytest.mark.slow
 

@@ -12,7 +12,7 @@ import pytest
 
 from grader.judge import Options, grade_bytes
 from grader.sandbox import Limits
-from integrity_support import BACKENDS, LIMITS, ROOT, graded_on, require_backend
+from .integrity_support import BACKENDS, LIMITS, ROOT, graded_on, require_backend
 
 pytestmark = pytest.mark.slow
 

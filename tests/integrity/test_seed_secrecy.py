@@ -8,7 +8,7 @@ from grader.checks.base import Context
 from grader.judge import Options, write_job
 from grader.sandbox.base import new_job_dir
 from grader.source import read_source
-from integrity_support import ROOT
+from .integrity_support import ROOT
 
 SECRET = 8_271_553_904_117  # above 2**31, so its reduction is a second value to look for
 LEAKS = {SECRET, SECRET % 2 ** 31, SECRET % 2 ** 32, SECRET % 2 ** 63}

@@ -8,7 +8,7 @@ import pytest
 
 from grader.judge import Options, grade_bytes
 from grader.sandbox import Limits
-from integrity_support import BACKENDS, LIMITS, reference, require_backend
+from .integrity_support import BACKENDS, LIMITS, reference, require_backend
 
 pytestmark = pytest.mark.slow
 STEPS = {"reverse": 60, "lm": 40}

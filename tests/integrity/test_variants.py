@@ -7,7 +7,7 @@ import ast
 
 import pytest
 
-from conftest import SUBMISSIONS, explain, grade_text, statuses
+from tests.conftest import SUBMISSIONS, explain, grade_text, statuses
 from grader.checks import ALL_IDS
 
 pytestmark = pytest.mark.slow

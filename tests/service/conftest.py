@@ -3,10 +3,7 @@ import secrets
 
 import pytest
 
-try:
-    from .svc_helpers import PG_ADMIN, Course, empty_tables, make_app, make_course, unavailable
-except ImportError:  # loaded by file path, outside the package (tests/cli/conftest.py reuses pg_url so)
-    from svc_helpers import PG_ADMIN, Course, empty_tables, make_app, make_course, unavailable
+from .svc_helpers import PG_ADMIN, Course, empty_tables, make_app, make_course, unavailable
 
 
 @pytest.fixture(scope="session")

@@ -4,7 +4,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import text
 
-from ci import missing
+from tests.ci import missing
 
 PG_ADMIN = os.environ.get("GRADER_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
 TABLES = "scores, results, attempts, submissions, tokens, students, assignments"

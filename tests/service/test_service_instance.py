@@ -16,7 +16,7 @@ import pytest
 
 from .svc_cluster import BIN, free_port, wait_for
 from .svc_helpers import unavailable
-from ci import missing
+from tests.ci import missing
 
 ROOT = Path(__file__).resolve().parents[2]
 SANDBOX_UID = 61000 + 63  # the last uid of the sandbox pool (grader/sandbox/uids.py): what a submission runs as

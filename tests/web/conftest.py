@@ -3,9 +3,10 @@ import logging
 
 import pytest
 
-from .web_helpers import PASSWORD, TESTS  # noqa: F401  (web_helpers puts tests/ on sys.path)
-from service.conftest import pg_url  # noqa: E402,F401  (the service's PostgreSQL database, for the browser tests)
-from service.svc_helpers import make_app, make_course  # noqa: E402
+from tests.service.conftest import pg_url  # noqa: F401  (the service's PostgreSQL database, for the browser tests)
+from tests.service.svc_helpers import make_app, make_course
+
+from .web_helpers import PASSWORD
 
 logging.getLogger("werkzeug").setLevel(logging.WARNING)
 

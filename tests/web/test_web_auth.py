@@ -42,7 +42,7 @@ def test_a_revoked_token_ends_the_students_session(web_app, client, course):
 
 def test_instructor_passwords_are_stored_hashed_and_checked(web_app, client, course):
     from grader.app.db import get_db
-    from grader.app.models_web import Instructor
+    from grader.app.models import Instructor
     with web_app.app_context(), get_db(web_app).session() as s:
         row = s.scalar(select(Instructor).where(Instructor.username == "prof"))
         assert PASSWORD not in row.password_hash and row.password_hash.startswith(("scrypt:", "pbkdf2:")), \

@@ -11,11 +11,11 @@ import time
 
 import pytest
 
-from ci import missing
+from tests.ci import missing
 from grader.registry import check_ids
 
-from service.svc_cluster import Http, LiveServer, Worker, cluster_app, wait_for
-from service.svc_helpers import make_course
+from tests.service.svc_cluster import Http, LiveServer, Worker, cluster_app, wait_for
+from tests.service.svc_helpers import make_course
 
 from .web_helpers import PASSWORD, REFERENCE, ROOT, known_bad
 

@@ -1,7 +1,7 @@
 """The server-side SVG charts: readable ticks, every point drawn, counts per bin, text escaped."""
 import pytest
 
-from grader.app.web_charts import histogram, line_chart, loss_chart, nice_ticks
+from grader.app.pages.charts import histogram, line_chart, loss_chart, nice_ticks
 
 
 @pytest.mark.parametrize("lo, hi, expected", [(0, 4.1, [0, 1, 2, 3, 4, 5]), (0, 300, [0, 100, 200, 300]),

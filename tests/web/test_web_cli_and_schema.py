@@ -5,7 +5,7 @@ import pytest
 from click.testing import CliRunner
 from sqlalchemy import inspect
 
-from service.svc_helpers import PG_ADMIN, unavailable
+from tests.service.svc_helpers import PG_ADMIN, unavailable
 
 WEB_TABLES = {"instructors", "reports", "manual_grades", "releases", "rate_events"}
 
@@ -20,7 +20,7 @@ def cli_env(tmp_path, monkeypatch):
 def test_instructor_create_stores_a_hash_and_signs_in(cli_env):
     from grader.app import store_web
     from grader.cli import main
-    from grader.cli_service import in_session
+    from grader.cli.service import in_session
     runner = CliRunner()
     r = runner.invoke(main, ["instructor", "create", "ada", "--name", "Ada"], input="long enough pw\nlong enough pw\n")
     assert r.exit_code == 0 and "created instructor ada" in r.output, r.output

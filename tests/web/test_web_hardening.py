@@ -45,7 +45,7 @@ def test_a_cookie_signed_with_dev_opens_no_student_page(web_app, course):
 def test_a_cookie_signed_with_dev_cannot_regrade(web_app, course):
     from grader.app.db import get_db
     from grader.app.models import Submission
-    from grader.app.models_web import Instructor
+    from grader.app.models import Instructor
     student = web_app.test_client()
     sign_in_student(student, "alice", course.alice)
     upload(student, REFERENCE)
@@ -122,7 +122,7 @@ def test_a_very_long_username_is_a_wrong_sign_in_not_a_crash(web_app, course):
 def test_on_postgresql_too_the_throttle_fits_its_keys_and_never_locks_out(pg_url, tmp_path, monkeypatch):
     """PostgreSQL enforces rate_events.key's 128 characters (SQLite does not): long names are hashed to fit."""
     from grader.app.db import get_db
-    from service.svc_helpers import empty_tables, make_app, make_course
+    from tests.service.svc_helpers import empty_tables, make_app, make_course
     monkeypatch.setenv("GRADER_INSTANCE_PATH", str(tmp_path / "instance"))
     app = make_app(pg_url, tmp_path, ENFORCE_ATTEMPTS=False, WEB_SIGNIN_LIMIT=5, WEB_SIGNIN_BACKOFF_S=60)
     try:
@@ -193,7 +193,7 @@ def test_an_old_row_with_crlf_in_its_name_still_downloads(web_app, course):
 
 def test_a_report_name_with_crlf_downloads(web_app, course):
     from grader.app.db import get_db
-    from grader.app.models_web import Report
+    from grader.app.models import Report
     student, prof = web_app.test_client(), web_app.test_client()
     sign_in_student(student, "alice", course.alice)
     assert upload(student, REFERENCE, "m.py", report=(b"# Report\n", "rep.md")).status_code == 303

@@ -73,7 +73,7 @@ def test_the_detail_shows_the_report_beside_the_scores_and_everything_hidden(cla
 def test_manual_grades_are_saved_rescored_and_remembered(web_app, classroom, prof):
     from grader.app.db import get_db
     from grader.app.models import Submission
-    from grader.app.models_web import ManualGrade
+    from grader.app.models import ManualGrade
     token = csrf(prof, "/instructor/submissions/2")
     r = prof.post("/instructor/submissions/2/manual", data={
         "csrf_token": token, "points_spec_contract": "6.5", "comment_spec_contract": "IDs stated; masks implicit",

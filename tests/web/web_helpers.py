@@ -2,15 +2,11 @@
 import io
 import re
 from html import unescape
-import sys
 from pathlib import Path
 
+from tests.service.svc_helpers import fake_report, judge_returning
+
 TESTS = Path(__file__).resolve().parents[1]
-if str(TESTS) not in sys.path:  # pytest puts it there for tests/conftest.py; be sure when run alone
-    sys.path.insert(0, str(TESTS))
-
-from service.svc_helpers import fake_report, judge_returning  # noqa: E402
-
 ROOT = TESTS.parent
 REFERENCE = (ROOT / "submissions" / "reference_lm.py").read_bytes()
 PASSWORD = "correct horse battery staple"

@@ -3,7 +3,6 @@ from alembic import context
 from sqlalchemy import create_engine
 
 from grader.app.models import Base
-import grader.app.models_web  # noqa: E402,F401  (the pages' tables share the metadata)
 
 config = context.config
 target_metadata = Base.metadata

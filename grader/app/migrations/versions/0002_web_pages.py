@@ -7,10 +7,6 @@ Create Date: 2026-11-29
 from alembic import op
 import sqlalchemy as sa
 
-# The web models share models.Base; importing them here completes Base.metadata wherever migrations run (the
-# environment imports models.py only), so comparing the migrated schema with the metadata sees these tables.
-import grader.app.models_web  # noqa: E402,F401
-
 revision = '0002_web'
 down_revision = '0001'
 branch_labels = None

@@ -12,7 +12,7 @@ import pytest
 from grader.sandbox import bwrap, seccomp
 from grader.sandbox.cgroup import CgroupUnavailable, RunCgroup
 from grader.sandbox.uids import lease_uid
-from test_sandbox_support import backend_params, layer_missing, require_backend
+from tests.sandbox.test_support import backend_params, layer_missing, require_backend
 
 
 
@@ -130,7 +130,7 @@ def test_uid_leases_are_exclusive(as_root):
 
 def test_run_records_every_layer(tmp_path, as_root):
     from grader.judge import Options, grade_file
-    from test_sandbox_support import Recorder
+    from tests.sandbox.test_support import Recorder
     recorder = Recorder("process")
     report = grade_file("submissions/reference_lm.py", Options(only=("split_heads",)), sandbox=recorder)
     assert report["checks"][0]["status"] == "pass"
@@ -191,10 +191,10 @@ FALLBACK_ATTACKS = ["connect_local", "daemon", "environment_canary", "fork_bomb"
 @pytest.mark.parametrize("attack", FALLBACK_ATTACKS)
 def test_without_bwrap_attack_is_still_contained(attack, attack_env, as_root):
     """Where bwrap does not work (a default Docker container), seccomp, the uid and the cgroup still hold."""
-    from test_attacks import ATTACKS_DIR, CHECKS, LIMITS, REFERENCE, metadata
+    from tests.test_attacks import ATTACKS_DIR, CHECKS, LIMITS, REFERENCE, metadata
     from grader.judge import Options, grade_bytes
     from grader.sandbox import Limits
-    from test_sandbox_support import Recorder, leftovers
+    from tests.sandbox.test_support import Recorder, leftovers
     text = REFERENCE.read_text() + "\n\n" + attack_env.fill((ATTACKS_DIR / f"{attack}.py").read_text())
     recorder = Recorder("process", bwrap=False, allow_weak=True)  # deliberately weaker: must be said
     report = grade_bytes(text.encode(), f"{attack}.py", Options(only=CHECKS, limits=Limits(**LIMITS)), sandbox=recorder)
@@ -210,7 +210,7 @@ def test_without_bwrap_attack_is_still_contained(attack, attack_env, as_root):
 
 @pytest.fixture(scope="module")
 def attack_env():
-    from test_attacks import AttackEnv
+    from tests.test_attacks import AttackEnv
     env = AttackEnv()
     yield env
     env.close()

@@ -10,7 +10,7 @@ import time
 
 import requests
 
-from . import __version__
+from .. import __version__
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_UNREACHABLE, EXIT_AUTH = 0, 1, 2, 3, 4
 RETRY_STATUSES = (502, 503, 504)

@@ -1,5 +1,5 @@
 """The OpenAPI 3.1 document for /api/v1, served at /api/v1/openapi.json (a test keeps it in step with the routes)."""
-from .. import __version__
+from ... import __version__
 
 TAGS = ("submissions", "results", "assignments", "roster", "operations")
 

@@ -1,7 +1,7 @@
 """`grader submit | status | results | regrade | rescore | export | roster import | config`: the service's client.
 
-A thin click layer over grader.client (the HTTP calls) and grader.batch (files, students, resume, follow).
-Registered on the `grader` group by grader/cli.py; imports only requests, never flask or torch.
+A thin click layer over grader.client.http (the HTTP calls) and grader.client.batch (files, students, resume, follow).
+Registered on the `grader` group by grader/cli/check.py; imports only requests, never flask or torch.
 """
 import functools
 import json
@@ -12,11 +12,11 @@ from pathlib import Path
 
 import click
 
-from . import batch, clientconfig
-from .batch import BatchError
-from .cli import main
-from .client import EXIT_FAILED, EXIT_USAGE, AuthFailed, Client, ClientError
-from .clientconfig import ConfigError
+from ..client import batch, settings as clientconfig
+from ..client.batch import BatchError
+from . import main
+from ..client.http import EXIT_FAILED, EXIT_USAGE, AuthFailed, Client, ClientError
+from ..client.settings import ConfigError
 
 EXIT_CODES = """\b
 Exit codes (the same for every command that talks to the server):

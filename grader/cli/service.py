@@ -1,6 +1,6 @@
 """`grader serve | worker | sweep | db | token | roster | assignment`: the service's commands.
 
-Registered on the `grader` group by grader/cli.py. Heavy imports (flask, celery, sqlalchemy) happen inside
+Registered on the `grader` group by grader/cli/check.py. Heavy imports (flask, celery, sqlalchemy) happen inside
 the commands so that `grader check` stays quick.
 """
 import csv
@@ -9,15 +9,15 @@ import os
 
 import click
 
-from .cli import main
+from . import main
 
 
 def make_app(migrate: bool = True):
     """The app from the instance file and GRADER_* variables; db commands migrate only when asked."""
     if not migrate:
         os.environ.setdefault("GRADER_AUTO_MIGRATE", "false")
-    from .app import create_app
-    from .app.instance import InsecureInstance
+    from ..app import create_app
+    from ..app.instance import InsecureInstance
     try:
         return create_app()  # sets the umask: what this command writes in the instance is 0600
     except InsecureInstance as exc:
@@ -26,7 +26,7 @@ def make_app(migrate: bool = True):
 
 def in_session(fn):
     """Run fn(session) in a committed session of a fresh app."""
-    from .app.db import get_db
+    from ..app.db import get_db
     app = make_app()
     with app.app_context(), get_db(app).session() as s:
         return fn(s)
@@ -47,7 +47,7 @@ def serve(host, port, workers, threads, dev, debug, access_log):
     if dev or debug:
         app.run(host=host, port=port, debug=debug, threaded=True)
         return
-    from .app.serving import serve as run
+    from ..app.serving import serve as run
     run(app, host, port, workers, threads, access_log)
 
 
@@ -58,7 +58,7 @@ def serve(host, port, workers, threads, dev, debug, access_log):
 @click.option("--hostname", "-n", default=None, help="Celery node name (default celery@<host>).")
 def worker(concurrency, beat, loglevel, hostname):
     """Run a Celery grading worker bound to the app's settings."""
-    from .app.config import sweep_queue
+    from ..app.config import sweep_queue
     app = make_app()
     queues = f"{app.config['QUEUE']},{sweep_queue(app.config)}"
     argv = ["worker", f"--loglevel={loglevel}", f"--concurrency={concurrency}", "-Q", queues,
@@ -88,7 +88,7 @@ def db():
 @click.argument("revision", default="head")
 def upgrade(revision):
     """Apply migrations up to REVISION (default: head)."""
-    from .app.db import current_revision, get_db, upgrade as up
+    from ..app.db import current_revision, get_db, upgrade as up
     app = make_app(migrate=False)
     up(get_db(app), revision)
     click.echo(f"database at revision {current_revision(get_db(app))}")
@@ -98,7 +98,7 @@ def upgrade(revision):
 @click.argument("revision")
 def downgrade(revision):
     """Revert migrations down to REVISION ('base' empties the schema)."""
-    from .app.db import current_revision, downgrade as down, get_db
+    from ..app.db import current_revision, downgrade as down, get_db
     app = make_app(migrate=False)
     down(get_db(app), revision)
     click.echo(f"database at revision {current_revision(get_db(app))}")
@@ -107,7 +107,7 @@ def downgrade(revision):
 @db.command()
 def current():
     """Print the database's revision."""
-    from .app.db import current_revision, get_db
+    from ..app.db import current_revision, get_db
     click.echo(current_revision(get_db(make_app(migrate=False))) or "(none)")
 
 
@@ -122,8 +122,8 @@ def token():
 @click.option("--label", default="", help="A note saying whose or what for.")
 def token_create(role, username, label):
     """Create a token and print it."""
-    from .app import store
-    from .app.auth import issue_token
+    from ..app import store
+    from ..app.auth import issue_token
     if bool(role) == bool(username):
         raise click.UsageError("give exactly one of --instructor or --student USERNAME")
 
@@ -136,7 +136,7 @@ def token_create(role, username, label):
 @token.command("list")
 def token_list():
     """List tokens (ids, roles, students; never the secrets)."""
-    from .app.auth import list_tokens
+    from ..app.auth import list_tokens
 
     def rows(s):
         return [(t.id, t.role, t.student.username if t.student else "-", t.label,
@@ -149,7 +149,7 @@ def token_list():
 @click.argument("token_id", type=int)
 def token_revoke(token_id):
     """Revoke the token with id TOKEN_ID."""
-    from .app.auth import revoke_token
+    from ..app.auth import revoke_token
     if not in_session(lambda s: revoke_token(s, token_id)):
         raise click.ClickException(f"no active token {token_id}")
     click.echo(f"revoked token {token_id}")
@@ -166,7 +166,7 @@ def roster():
 @click.option("--email", default="")
 def roster_add(username, name, email):
     """Add one student."""
-    from .app import store
+    from ..app import store
     _or_fail(lambda s: store.add_student(s, username, name, email))
     click.echo(f"added {username}")
 
@@ -175,7 +175,7 @@ def roster_add(username, name, email):
 @click.argument("path", type=click.Path(exists=True, dir_okay=False))
 def roster_import(path):
     """Add the students of a CSV file with columns username[,name,email]; existing ones are skipped."""
-    from .app import store
+    from ..app import store
 
     def add_all(s):
         added = 0
@@ -204,7 +204,7 @@ def assignment():
 @click.option("--stage-s", type=float, default=None, help="Seconds per check (default: the judge's).")
 def assignment_create(slug, title, track, checks, seed, stage_s):
     """Create an assignment."""
-    from .app import store
+    from ..app import store
     fields = {"title": title, "track": track, "checks": [c.strip() for c in checks.split(",") if c.strip()],
               "seed": seed, "limits": {"stage_s": stage_s} if stage_s else {}}
     _or_fail(lambda s: store.create_assignment(s, slug, **fields))
@@ -213,7 +213,7 @@ def assignment_create(slug, title, track, checks, seed, stage_s):
 
 def _or_fail(fn):
     """in_session(fn), with the store's refusals as click errors."""
-    from .app.store import StoreError
+    from ..app.store import StoreError
     try:
         return in_session(fn)
     except StoreError as exc:

@@ -10,8 +10,8 @@ from urllib.parse import urlsplit
 from flask import (Blueprint, current_app, flash, g, redirect, render_template, request, session, url_for)
 from werkzeug.exceptions import HTTPException
 
-from . import store, store_web
-from .db import session as db_session
+from .. import store, store_web
+from ..db import session as db_session
 
 log = logging.getLogger(__name__)
 SETTINGS = {
@@ -40,14 +40,13 @@ class RateLimited(Exception):
 
 def init_app(app) -> None:
     """Settings, the student and instructor blueprints, and the helpers their templates use."""
-    from . import models_web  # noqa: F401  (the web tables, on the same metadata as the service's)
-    from . import pages_instructor, pages_student
+    from . import instructor, student
     for key, value in SETTINGS.items():
         app.config.setdefault(key, value)
     if not app.config.get("SESSION_COOKIE_SAMESITE"):
         app.config["SESSION_COOKIE_SAMESITE"] = "Lax"
-    app.register_blueprint(pages_student.bp)
-    app.register_blueprint(pages_instructor.bp)
+    app.register_blueprint(student.bp)
+    app.register_blueprint(instructor.bp)
     app.jinja_env.globals.update(csrf_token=csrf_token, who=who, status_text=STATUS_TEXT)
     app.jinja_env.filters.update(when=when, pts=pts)
 
@@ -191,7 +190,7 @@ def guarded_sign_in(key: str, too_many: str, wrong: str, authenticate, page, che
     hammered. With check_first (unguessable tokens) it signs in from the failing address too; without it
     (passwords, which can be guessed) that address waits out its backoff before anything it sends is checked.
     """
-    from . import throttle
+    from .. import throttle
     cfg, s = current_app.config, db_session()
     limits = (int(cfg["WEB_SIGNIN_LIMIT"]), float(cfg["WEB_SIGNIN_BACKOFF_S"]), float(cfg["WEB_SIGNIN_WINDOW_S"]))
     key, address = throttle.fit(key), throttle.address_key()

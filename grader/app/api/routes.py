@@ -3,13 +3,13 @@ import math
 
 from flask import Blueprint, Response, current_app, g, jsonify, request, url_for
 
-from ..source import MAX_BYTES, Rejected
-from . import scoring, store
-from .auth import AuthError, issue_token, require
-from ..registry import check_ids
-from .db import session
-from .files import content_disposition
-from .models import Submission
+from ...source import MAX_BYTES, Rejected
+from .. import scoring, store
+from ..auth import AuthError, issue_token, require
+from ...registry import check_ids
+from ..db import session
+from ..files import content_disposition
+from ..models import Submission
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
 INSTRUCTOR = "instructor"
@@ -82,7 +82,7 @@ def result_json(s, sub: Submission, result) -> dict:
     if instructor:
         view = lambda scored: scored  # noqa: E731
     else:
-        from .store_web import released_keys  # the pages' releases apply to the API too
+        from ..store_web import released_keys  # the pages' releases apply to the API too
         released = released_keys(s, sub.assignment)
         view = lambda scored: scoring.for_student(scored, released)  # noqa: E731
     report = dict(result.report)

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from conftest import REFERENCES, ROOT
+from tests.conftest import REFERENCES, ROOT
 
 GRADER = [sys.executable, "-m", "grader"]
 

@@ -6,15 +6,15 @@ import io
 from flask import (Blueprint, Response, abort, current_app, flash, jsonify, redirect, render_template, request,
                    url_for)
 
-from . import scoring, store, store_web
-from .db import session
-from .files import content_disposition
-from .models import STATUSES, Submission
-from .pages_student import report_response
-from .web import (form_number, guarded_sign_in, safe_next, setup_blueprint, sign_in, sign_out,
+from .. import scoring, store, store_web
+from ..db import session
+from ..files import content_disposition
+from ..models import STATUSES, Submission
+from .student import report_response
+from .common import (form_number, guarded_sign_in, safe_next, setup_blueprint, sign_in, sign_out,
                   signed_in, who)
-from .web_charts import histogram
-from .web_results import manual_form_items, result_view, status_json
+from .charts import histogram
+from .results import manual_form_items, result_view, status_json
 
 bp = setup_blueprint(Blueprint("instructor", __name__, url_prefix="/instructor"))
 ROSTER_MAX_BYTES = 1 << 20

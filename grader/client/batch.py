@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .client import ApiError, Client, ClientError
+from .http import ApiError, Client, ClientError
 
 DEFAULT_PATTERN = r"^(?P<student>[^_.\s]+)"  # alice.py, alice_transformer.py -> alice
 FINAL = ("done", "failed")

@@ -1,13 +1,14 @@
-"""The `grader` command: a thin click layer over the judge's plain functions."""
+"""`grader check`: grade a file locally, in a sandbox, and print each verdict."""
 import json
 
 import click
 
 from rubric import RubricError, load_rubric, points_by_check, score, summary_lines
 
-from .configs import DEFAULT_SEED
-from .registry import check_ids, check_registry
-from .sandbox import Limits
+from ..configs import DEFAULT_SEED
+from ..registry import check_ids, check_registry
+from ..sandbox import Limits
+from . import main
 
 COLOURS = {"pass": "green", "fail": "red", "error": "red", "timeout": "yellow", "oom": "yellow", "crash": "magenta",
            "skipped": "blue"}
@@ -21,12 +22,6 @@ def parse_ids(value: str | None) -> tuple:
     if unknown:
         raise click.BadParameter(f"unknown check id {', '.join(unknown)}; known: {', '.join(known)}")
     return ids
-
-
-@click.group()
-@click.version_option(package_name="transformer-grader")
-def main():
-    """Grade 'build and defend your own transformer' submissions."""
 
 
 @main.command()
@@ -53,9 +48,9 @@ def check(path, as_json, only, skip, seed, timeout, steps, rubric_path):
     Exit status is 0 whenever grading completed, whatever the result; 2 for bad usage (an invalid --rubric too);
     3 when the sandbox cannot grade here (a missing isolation layer, named with how to install it).
     """
-    from .judge import Options, grade_file  # imports torch: only this command pays for it
-    from .sandbox.docker import SandboxUnavailable
-    from .sandbox.isolation import IsolationMissing
+    from ..judge import Options, grade_file  # imports torch: only this command pays for it
+    from ..sandbox.docker import SandboxUnavailable
+    from ..sandbox.isolation import IsolationMissing
 
     options = Options(seed=seed, only=parse_ids(only), skip=parse_ids(skip), limits=Limits(stage_s=timeout),
                       steps={"reverse": steps, "lm": steps} if steps else {})
@@ -107,8 +102,3 @@ def print_table(report: dict, scored: dict | None = None) -> None:
     if box.get("weak"):
         click.echo(click.style(f"weak sandbox (GRADER_SANDBOX_ALLOW_WEAK): {'; '.join(box.get('missing', []))}",
                                fg="yellow"), err=True)
-
-
-from . import cli_service  # noqa: E402,F401  (registers serve, worker, db, token, ...: the service's commands)
-from . import cli_client  # noqa: E402,F401  (registers submit, status, results, export, ...: the client)
-from . import cli_web  # noqa: E402,F401  (registers instructor: accounts for the web pages)

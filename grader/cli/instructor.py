@@ -1,11 +1,11 @@
 """`grader instructor create | password | list`: accounts for the instructor pages (passwords stored hashed).
 
-Registered on the `grader` group by grader/cli.py; like cli_service, heavy imports happen inside the commands.
+Registered on the `grader` group by grader/cli/check.py; like cli_service, heavy imports happen inside the commands.
 """
 import click
 
-from .cli import main
-from .cli_service import _or_fail, in_session
+from . import main
+from .service import _or_fail, in_session
 
 
 @main.group()
@@ -20,7 +20,7 @@ def instructor():
               help="Asked for when not given (at least 10 characters); stored only as a salted hash.")
 def instructor_create(username, name, password):
     """Create an instructor account."""
-    from .app import store_web
+    from ..app import store_web
     _or_fail(lambda s: store_web.create_instructor(s, username, password, name))
     click.echo(f"created instructor {username}")
 
@@ -30,7 +30,7 @@ def instructor_create(username, name, password):
 @click.option("--password", prompt=True, hide_input=True, confirmation_prompt=True)
 def instructor_password(username, password):
     """Set a new password for an instructor."""
-    from .app import store_web
+    from ..app import store_web
     _or_fail(lambda s: store_web.set_instructor_password(s, username, password))
     click.echo(f"password changed for {username}")
 
@@ -40,7 +40,7 @@ def instructor_list():
     """List instructor accounts (never their passwords)."""
     from sqlalchemy import select
 
-    from .app.models_web import Instructor
+    from ..app.models import Instructor
 
     def rows(s):
         return [(i.id, i.username, i.name, "disabled" if i.disabled_at else "active")

@@ -5,14 +5,14 @@ Every page shows only the signed-in student's own submissions: another's looks e
 from flask import (Blueprint, Response, abort, current_app, flash, jsonify, redirect, render_template, request,
                    url_for)
 
-from ..source import Rejected
-from . import scoring, store, store_web
-from .db import session
-from .files import content_disposition
-from .models import Submission
-from .web import (RateLimited, allows_upload, check_rate, count_rate, guarded_sign_in, safe_next, setup_blueprint,
+from ...source import Rejected
+from .. import scoring, store, store_web
+from ..db import session
+from ..files import content_disposition
+from ..models import Submission
+from .common import (RateLimited, allows_upload, check_rate, count_rate, guarded_sign_in, safe_next, setup_blueprint,
                   sign_in, sign_out, signed_in, who)
-from .web_results import result_view, status_json
+from .results import result_view, status_json
 
 bp = setup_blueprint(Blueprint("student", __name__))
 
@@ -85,7 +85,7 @@ def attempts_left(s, student) -> dict | None:
     if policy is None or not policy.attempts or not current_app.config["ENFORCE_ATTEMPTS"]:
         return None
     from rubric import attempts_left as left
-    from .models import utcnow
+    from ..models import utcnow
     times = [sub.created_at for sub in store.list_submissions(s, student=student, limit=10**6)]
     return {"left": left(times, utcnow(), policy), "of": policy.attempts, "period": policy.period}
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from ci import missing
+from tests.ci import missing
 from grader.sandbox import Sandbox, make_sandbox
 from grader.sandbox import docker as docker_backend
 from grader.sandbox.process import uid_processes

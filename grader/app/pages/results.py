@@ -5,10 +5,10 @@ import re
 
 from sqlalchemy.orm import Session
 
-from . import scoring, store, store_web
-from .api import progress
-from .models import Submission
-from .web_charts import loss_chart
+from .. import scoring, store, store_web
+from ..api.routes import progress
+from ..models import Submission
+from .charts import loss_chart
 
 # docs/students.md, "if it fails, look at": the first place to look, by check.
 LOOK_AT = {

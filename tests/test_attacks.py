@@ -22,7 +22,7 @@ import pytest
 
 from grader.judge import Options, grade_bytes
 from grader.sandbox import Limits
-from tests.sandbox.test_support import Recorder, backend_params, layer_missing, leftovers, require_backend
+from tests.sandbox.support import Recorder, backend_params, layer_missing, leftovers, require_backend
 
 pytestmark = pytest.mark.slow
 

@@ -1,7 +1,7 @@
 """Submissions that cheat, crash, hang or return nonsense get a status and a message, never a grader error."""
 import pytest
 
-from tests.conftest import by_id, explain, grade_text, statuses, variant
+from tests.support.grading import by_id, explain, grade_text, statuses, variant
 
 pytestmark = pytest.mark.slow
 

@@ -3,7 +3,7 @@ import importlib.util
 
 import pytest
 
-from tests.conftest import SUBMISSIONS, explain, grade_text, statuses
+from tests.support.grading import SUBMISSIONS, explain, grade_text, statuses
 
 pytestmark = pytest.mark.slow
 

@@ -1,7 +1,7 @@
 """The reference solutions pass every check, and grading is deterministic."""
 import pytest
 
-from tests.conftest import REFERENCES, explain, grade_text, statuses
+from tests.support.grading import REFERENCES, explain, grade_text, statuses
 from grader.checks import ALL_IDS
 
 pytestmark = pytest.mark.slow

@@ -1,13 +1,13 @@
 """Fixtures for the `grader` client: a light API server (SQLite, no worker) and a real grading cluster.
 
-Reuses the service tests' helpers (tests/service/svc_cluster.py, svc_helpers.py) and their `pg_url` fixture.
+Reuses the service tests' helpers (tests/service/svc_cluster.py, svc_helpers.py) and the shared `pg_url` fixture
+(tests/support/fixtures.py).
 """
 import logging
 import os
 
 import pytest
 
-from tests.service.conftest import pg_url  # noqa: F401  (the service's PostgreSQL database for the session)
 from tests.service.svc_cluster import LiveServer, Worker, cluster_app
 from tests.service.svc_helpers import make_app, make_course
 

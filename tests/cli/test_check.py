@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from tests.conftest import REFERENCES, ROOT
+from tests.support.grading import REFERENCES, ROOT
 
 GRADER = [sys.executable, "-m", "grader"]
 

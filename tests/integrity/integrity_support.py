@@ -5,7 +5,7 @@ import pytest
 
 from grader.judge import Options, grade_bytes
 from grader.sandbox import Limits
-from tests.sandbox.test_support import backend_params, require_backend  # noqa: F401  (re-exported)
+from tests.sandbox.support import backend_params, require_backend  # noqa: F401  (re-exported)
 
 ROOT = Path(__file__).resolve().parents[2]
 LIMITS = dict(stage_s=10.0, stage_mem_mb=768, memory_mb=2048, pids=64, output_mb=16, scratch_mb=64)

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REFERENCES, ROOT
+from tests.support.grading import REFERENCES, ROOT
 from grader.checks.sensitivity import INDEPENDENT
 from grader.judge import Options, grade_bytes
-from tests.sandbox.test_support import backend_params, require_backend
+from tests.sandbox.support import backend_params, require_backend
 
 pytestmark = pytest.mark.slow
 

@@ -7,7 +7,7 @@ import ast
 
 import pytest
 
-from tests.conftest import SUBMISSIONS, explain, grade_text, statuses
+from tests.support.grading import SUBMISSIONS, explain, grade_text, statuses
 from grader.checks import ALL_IDS
 
 pytestmark = pytest.mark.slow

@@ -8,7 +8,7 @@ from grader.sandbox.cleanup import sysv_objects
 from grader.sandbox.docker import SANDBOX_UID
 from grader.sandbox.process import SHARED_TMP
 from grader.sandbox.uids import quarantined
-from tests.sandbox.test_support import Recorder, layer_missing, leftovers, require_backend
+from tests.sandbox.support import Recorder, layer_missing, leftovers, require_backend
 
 ROOT = Path(__file__).resolve().parents[2]
 ATTACKS_DIR = ROOT / "tests" / "attacks"

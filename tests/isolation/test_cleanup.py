@@ -14,7 +14,7 @@ from grader.sandbox import ProcessSandbox, process, uids
 from grader.sandbox.cleanup import remove_tree, sysv_objects
 from grader.sandbox.process import sweep_uid
 from grader.sandbox.uids import lease_uid, quarantined
-from tests.sandbox.test_support import layer_missing
+from tests.sandbox.support import layer_missing
 
 from .support import REFERENCE
 

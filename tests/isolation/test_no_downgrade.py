@@ -11,7 +11,7 @@ from grader.judge import Options, grade_bytes
 from grader.sandbox import Limits, ProcessSandbox, bwrap
 from grader.sandbox.isolation import ALLOW_WEAK_ENV, IsolationMissing
 from grader.sandbox.process import FULL
-from tests.sandbox.test_support import backend_params, layer_missing, require_backend
+from tests.sandbox.support import backend_params, layer_missing, require_backend
 
 from .support import REFERENCE, ROOT
 

@@ -1,7 +1,7 @@
 """Calibration: under the packaged rubric, each reference solution earns every automatic point."""
 import pytest
 
-from tests.conftest import REFERENCES, grade_text
+from tests.support.grading import REFERENCES, grade_text
 from rubric import RubricError, load_rubric, score
 
 

@@ -9,7 +9,7 @@ from grader.judge import Options, grade_file
 from grader.sandbox import Limits, choose_backend, make_sandbox
 from grader.sandbox import docker as docker_backend
 from grader.sandbox.cgroup import detect
-from tests.sandbox.test_support import Recorder, backend_params, layer_missing, leftovers, require_backend
+from tests.sandbox.support import Recorder, backend_params, layer_missing, leftovers, require_backend
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCES = {"lm": ROOT / "submissions" / "reference_lm.py", "reverse": ROOT / "submissions" / "reference_reverse.py"}

@@ -7,7 +7,7 @@ import pytest
 from grader.judge import Options, grade_file
 from grader.sandbox import Limits
 from grader.sandbox.docker import DockerSandbox, SandboxUnavailable, job_tar
-from tests.sandbox.test_support import require_backend
+from tests.sandbox.support import require_backend
 
 LIMITS = Limits(memory_mb=1536, pids=48, cpus=0.5, scratch_mb=32, files=128)
 

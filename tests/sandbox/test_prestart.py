@@ -22,9 +22,9 @@ from grader.sandbox.prestart import Prestarter
 from grader.sandbox.process import uid_processes
 from grader.source import read_source
 from tests.test_known_bad import KNOWN_BAD
-from tests.conftest import REFERENCES, ROOT
-from tests.sandbox.test_support import backend_params, leftovers, require_backend
-from tests.sandbox.test_support import docker_leftovers as support_docker_leftovers
+from tests.support.grading import REFERENCES, ROOT
+from tests.sandbox.support import backend_params, leftovers, require_backend
+from tests.sandbox.support import docker_leftovers as support_docker_leftovers
 
 pytestmark = pytest.mark.slow
 CORRECTNESS = Options(skip=("training", "evaluation"), backend="process")

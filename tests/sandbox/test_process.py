@@ -12,7 +12,7 @@ import pytest
 from grader.sandbox import bwrap, seccomp
 from grader.sandbox.cgroup import CgroupUnavailable, RunCgroup
 from grader.sandbox.uids import lease_uid
-from tests.sandbox.test_support import backend_params, layer_missing, require_backend
+from tests.sandbox.support import backend_params, layer_missing, require_backend
 
 
 
@@ -130,7 +130,7 @@ def test_uid_leases_are_exclusive(as_root):
 
 def test_run_records_every_layer(tmp_path, as_root):
     from grader.judge import Options, grade_file
-    from tests.sandbox.test_support import Recorder
+    from tests.sandbox.support import Recorder
     recorder = Recorder("process")
     report = grade_file("submissions/reference_lm.py", Options(only=("split_heads",)), sandbox=recorder)
     assert report["checks"][0]["status"] == "pass"
@@ -194,7 +194,7 @@ def test_without_bwrap_attack_is_still_contained(attack, attack_env, as_root):
     from tests.test_attacks import ATTACKS_DIR, CHECKS, LIMITS, REFERENCE, metadata
     from grader.judge import Options, grade_bytes
     from grader.sandbox import Limits
-    from tests.sandbox.test_support import Recorder, leftovers
+    from tests.sandbox.support import Recorder, leftovers
     text = REFERENCE.read_text() + "\n\n" + attack_env.fill((ATTACKS_DIR / f"{attack}.py").read_text())
     recorder = Recorder("process", bwrap=False, allow_weak=True)  # deliberately weaker: must be said
     report = grade_bytes(text.encode(), f"{attack}.py", Options(only=CHECKS, limits=Limits(**LIMITS)), sandbox=recorder)

@@ -1,30 +1,11 @@
-"""Fixtures for the grading service: the app on SQLite or on a PostgreSQL database made for this session."""
-import secrets
-
+"""Fixtures for the grading service: the app on SQLite or on the session's PostgreSQL database (`pg_url`,
+tests/support/fixtures.py)."""
 import pytest
 
-from .svc_helpers import PG_ADMIN, Course, empty_tables, make_app, make_course, unavailable
+from .svc_helpers import Course, empty_tables, make_app, make_course
 
 
-@pytest.fixture(scope="session")
-def pg_url():
-    """A PostgreSQL database of our own for the whole test session, dropped at the end."""
-    import psycopg
-    try:
-        admin = psycopg.connect(PG_ADMIN, autocommit=True, connect_timeout=3)
-    except psycopg.OperationalError as exc:
-        unavailable(f"PostgreSQL is not reachable at {PG_ADMIN}: {exc}")
-    name = f"grader_test_{secrets.token_hex(4)}"
-    admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield PG_ADMIN.rsplit("/", 1)[0] + "/" + name
-    finally:
-        admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (name,))
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}"')
-        admin.close()
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.service)])
 def app(request, tmp_path, monkeypatch):
     """The app on each store: SQLite in a temporary folder, and the session's PostgreSQL database emptied."""
     from grader.app.db import get_db

@@ -14,7 +14,7 @@ from grader.sandbox.cleanup import sysv_objects
 from grader.sandbox.isolation import ALLOW_WEAK_ENV
 from grader.sandbox.process import FULL, SHARED_TMP
 from grader.sandbox.uids import FIRST_UID, POOL_SIZE
-from tests.sandbox.test_support import layer_missing
+from tests.sandbox.support import layer_missing
 from worker import grading
 
 from .svc_helpers import make_course

@@ -12,7 +12,7 @@ from grader.sandbox.cleanup import sysv_objects
 from grader.sandbox.docker import SANDBOX_UID
 from grader.sandbox.process import FULL, SHARED_TMP
 from grader.sandbox.uids import FIRST_UID, POOL_SIZE
-from tests.sandbox.test_support import layer_missing, require_backend
+from tests.sandbox.support import layer_missing, require_backend
 
 from .svc_cluster import Http, LiveServer, Worker, cluster_app, wait_for
 from .svc_helpers import make_course

@@ -103,7 +103,7 @@ def test_the_training_loop_leaves_padding_out_of_the_loss():
 
     import torch.nn.functional as F
 
-    from tests.conftest import REFERENCES
+    from tests.support.grading import REFERENCES
     from grader.checks import training
     from grader.checks.base import Context
     from grader.harness import probes

@@ -2,7 +2,7 @@
 same seed gives the same metrics, and a leak, a hard-coded answer and an unseeded model are each named."""
 import pytest
 
-from tests.conftest import by_id, explain, grade_text, variant
+from tests.support.grading import by_id, explain, grade_text, variant
 from grader import configs
 from grader.judge import Options, grade_bytes
 

@@ -8,7 +8,7 @@ from grader.configs import DEFAULT_SEED, EVALUATION, SPECIAL, TRAINING
 from grader.results import StageOutcome
 from grader.source import read_source
 
-from tests.conftest import REFERENCES
+from tests.support.grading import REFERENCES
 
 EOS = SPECIAL["eos_id"]
 

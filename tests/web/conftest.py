@@ -3,7 +3,6 @@ import logging
 
 import pytest
 
-from tests.service.conftest import pg_url  # noqa: F401  (the service's PostgreSQL database, for the browser tests)
 from tests.service.svc_helpers import make_app, make_course
 
 from .web_helpers import PASSWORD

@@ -1,0 +1,125 @@
+"""Helpers for the sandbox, isolation, integrity, attack and service tests: backend availability (never a silent
+skip in CI), a recording sandbox, leftovers."""
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.ci import missing
+from grader.sandbox import Sandbox, make_sandbox
+from grader.sandbox import docker as docker_backend
+from grader.sandbox.process import uid_processes
+
+BACKENDS = ("process", "docker")
+SHARED_TMP = ("/tmp", "/var/tmp", "/dev/shm")
+
+
+def docker_problem() -> str | None:
+    """None when the docker backend can run here, else why not."""
+    return docker_backend.engine_answers() or docker_backend.image_present()
+
+
+def require_backend(backend: str) -> None:
+    """Skip (locally) or fail (CI=true) when the backend cannot run: CI must test both for real."""
+    if backend != "docker":
+        return
+    why = docker_problem()
+    if why is None:
+        return
+    missing(f"the docker backend is unavailable: {why} (.ci/run starts the engine with scripts/start-dockerd.sh "
+            f"and builds the image with scripts/build-runner-image.sh)")
+
+
+def layer_missing(reason: str) -> None:
+    """Skip locally when an isolation layer is not available; fail in CI, which installs every layer."""
+    missing(reason)
+
+
+def backend_params():
+    """pytest params for both backends, docker marked."""
+    return [pytest.param("process", id="process"), pytest.param("docker", id="docker", marks=pytest.mark.docker)]
+
+
+class Recorder(Sandbox):
+    """A sandbox that remembers each job_dir and SandboxRun of the backend it wraps (run cold, as `grader check` does)."""
+
+    def __init__(self, backend: str, **config):
+        self.inner = make_sandbox(backend, **config)
+        self.name = self.inner.name
+        self.runs, self.job_dirs, self.ended = [], [], []
+
+    def run(self, job_dir, limits, wall_s, on_frame=None):
+        """Delegate and record."""
+        self.job_dirs.append(Path(job_dir))
+        run = self.inner.run(job_dir, limits, wall_s, on_frame)
+        self.runs.append(run)
+        self.ended.append(boot_time_s())
+        return run
+
+
+def boot_time_s() -> float:
+    """Seconds since boot, the clock of /proc/PID/stat's start time."""
+    return time.clock_gettime(time.CLOCK_BOOTTIME)
+
+
+def started_before(pid: int, moment: float) -> bool:
+    """True when the process started before moment (seconds since boot)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        return int(fields[19]) / os.sysconf("SC_CLK_TCK") < moment
+    except (OSError, IndexError, ValueError):
+        return False
+
+
+def leftovers(backend: str, run, job_dir: Path, ended: float | None = None) -> list[str]:
+    """Everything a run left behind: processes, files, cgroups, containers, volumes, the job directory.
+
+    The uid pool is shared with every concurrent grading on this host, so a uid's processes and files
+    count only when they predate the end of the run (ended, seconds since boot; default now).
+    """
+    left = []
+    ended = boot_time_s() if ended is None else ended
+    if job_dir.exists():
+        left.append(f"job directory {job_dir}")
+    if backend == "process":
+        uid = int(run.ident) if run.ident.isdigit() else None
+        if uid is not None:
+            left += [f"process {pid} of uid {uid}" for pid in uid_processes(uid) if started_before(pid, ended)]
+            wall_ended = time.time() - (boot_time_s() - ended)
+            for top in SHARED_TMP:
+                try:
+                    left += [f"file {e.path}" for e in os.scandir(top)
+                             if e.stat(follow_symlinks=False).st_uid == uid and e.stat(follow_symlinks=False).st_ctime < wall_ended]
+                except OSError:
+                    pass
+        for ctl in ("memory", "pids", "cpu", "grader-sandbox"):
+            base = Path("/sys/fs/cgroup") / ctl / "grader-sandbox"
+            if base.is_dir():
+                left += [f"cgroup {d}" for d in base.glob(f"run-{os.getpid()}-*")]
+        unified = Path("/sys/fs/cgroup/grader-sandbox")
+        if unified.is_dir():
+            left += [f"cgroup {d}" for d in unified.glob(f"run-{os.getpid()}-*")]
+    else:
+        left += docker_leftovers(run.ident, run.layers.get("volume"))
+    return left
+
+
+def docker_leftovers(container: str, volume: str | None) -> list[str]:
+    """The container and its volume, if either is still on the engine."""
+    import docker
+    client = docker.from_env()
+    left = []
+    try:
+        for kind, ident in (("container", container), ("volume", volume)):
+            if not ident:
+                continue
+            try:
+                (client.containers if kind == "container" else client.volumes).get(ident)
+                left.append(f"{kind} {ident[:12]}")
+            except docker.errors.NotFound:
+                pass
+    finally:
+        client.close()
+    return left

@@ -25,16 +25,6 @@ class Limits:
     startup_s: float = 60.0  # python start and torch import
     files: int = 256  # open files per process (RLIMIT_NOFILE)
 
-    @classmethod
-    def from_config(cls, mapping: dict | None) -> "Limits":
-        """Limits from a configuration mapping (unknown keys ignored, values coerced to the field's type)."""
-        defaults = cls()
-        values = {}
-        for key, value in (mapping or {}).items():
-            if key in cls.__dataclass_fields__ and value is not None:
-                values[key] = type(getattr(defaults, key))(value)
-        return cls(**values)
-
     def to_dict(self) -> dict:
         """JSON-ready form."""
         return asdict(self)

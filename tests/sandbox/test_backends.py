@@ -104,8 +104,3 @@ def test_auto_falls_back_to_process_and_says_why(monkeypatch):
 def test_unknown_backend_is_refused():
     with pytest.raises(ValueError, match="known: auto, docker, process"):
         make_sandbox("chroot")
-
-
-def test_limits_come_from_configuration_with_defaults():
-    limits = Limits.from_config({"memory_mb": "2048", "cpus": 2, "unknown_key": 1})
-    assert (limits.memory_mb, limits.cpus, limits.pids) == (2048, 2.0, Limits().pids)

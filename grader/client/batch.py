@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..roster import RosterError, parse_roster
 from .http import ApiError, Client, ClientError
 
 DEFAULT_PATTERN = r"^(?P<student>[^_.\s]+)"  # alice.py, alice_transformer.py -> alice
@@ -178,7 +179,7 @@ def numbered(reader: csv.DictReader, path):
 
 
 def read_roster(path) -> list[dict]:
-    """A roster CSV (username[,name,email]) as rows, validated: the column exists, no empty or repeated username."""
+    """A roster CSV (username[,name,email]) as rows, by the rules of grader.roster; BatchError names the line."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8-sig")
@@ -186,24 +187,10 @@ def read_roster(path) -> list[dict]:
         raise BatchError(f"no such roster file: {path}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise BatchError(f"cannot read roster {path}: {getattr(exc, 'strerror', None) or exc}") from None
-    reader = csv.DictReader(io.StringIO(text))
-    header = [h.strip().lower() for h in reader.fieldnames or []]
-    if "username" not in header:
-        raise BatchError(f"{path} line 1: missing column username (the header has: {', '.join(header) or 'nothing'})")
-    reader.fieldnames = header
-    rows, seen = [], {}
-    for n, row in numbered(reader, path):
-        username = (row.get("username") or "").strip()
-        if not username:
-            if any((v or "").strip() for v in row.values() if isinstance(v, str)):
-                raise BatchError(f"{path} line {n}: empty username")
-            continue
-        if username in seen:
-            raise BatchError(f"{path} line {n}: username {username} is already on line {seen[username]}")
-        seen[username] = n
-        rows.append({"username": username, "name": (row.get("name") or "").strip(),
-                     "email": (row.get("email") or "").strip()})
-    return rows
+    try:
+        return parse_roster(text)
+    except RosterError as exc:
+        raise BatchError(f"{path} {exc}") from None
 
 
 # ---------------------------------------------------------------- resume and upload

@@ -1,11 +1,41 @@
-"""The `grader` command: `check` grades locally; the client commands talk to a service; the admin commands run one."""
+"""The `grader` command: every subcommand is added to the group here, in one place.
+
+`check` grades a file locally (check.py); the client commands talk to a service through its API (client.py);
+`roster` works on this host's database or through the API (roster.py); the admin commands run the service on this
+host (service.py, instructor.py, sharing local.py). The modules define plain click commands and never import this
+group. Importing the CLI loads neither torch nor flask, sqlalchemy or celery: the commands import them in their
+bodies, so `grader --help` and the client start quickly.
+"""
 import click
 
+from . import check, client, instructor, roster, service
 
-@click.group()
+
+@click.group(epilog=("The service's client: submit, status, results, regrade, rescore, export, roster import; "
+                     "server and token from --server/--token, GRADER_SERVER/GRADER_TOKEN or "
+                     "~/.config/transformer-grader/config.toml.\n\n" + client.EXIT_CODES))
 @click.version_option(package_name="transformer-grader")
 def main():
     """Grade 'build and defend your own transformer' submissions."""
 
 
-from . import check, service, client, instructor  # noqa: E402,F401  (each registers its commands on main)
+# grade locally
+main.add_command(check.check)
+# the service's client (server and token from options, GRADER_* variables or the config file)
+main.add_command(client.submit)
+main.add_command(client.status)
+main.add_command(client.results)
+main.add_command(client.regrade)
+main.add_command(client.rescore)
+main.add_command(client.export)
+main.add_command(client.config_group)
+# the roster: `import` through the API when a server or token is given, else into this host's database
+main.add_command(roster.roster)
+# run the service on this host
+main.add_command(service.serve)
+main.add_command(service.worker)
+main.add_command(service.sweep)
+main.add_command(service.db)
+main.add_command(service.token)
+main.add_command(service.assignment)
+main.add_command(instructor.instructor)

@@ -8,7 +8,6 @@ from rubric import RubricError, load_rubric, points_by_check, score, summary_lin
 from ..configs import DEFAULT_SEED
 from ..registry import check_ids, check_registry
 from ..sandbox import Limits
-from . import main
 
 COLOURS = {"pass": "green", "fail": "red", "error": "red", "timeout": "yellow", "oom": "yellow", "crash": "magenta",
            "skipped": "blue"}
@@ -24,7 +23,7 @@ def parse_ids(value: str | None) -> tuple:
     return ids
 
 
-@main.command()
+@click.command()
 @click.argument("path", type=click.Path(exists=True, dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of a table.")
 @click.option("--only", help="Comma-separated check ids to run (default: all).")

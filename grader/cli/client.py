@@ -1,7 +1,8 @@
-"""`grader submit | status | results | regrade | rescore | export | roster import | config`: the service's client.
+"""`grader submit | status | results | regrade | rescore | export | config`: the service's client.
 
-A thin click layer over grader.client.http (the HTTP calls) and grader.client.batch (files, students, resume, follow).
-Registered on the `grader` group by grader/cli/check.py; imports only requests, never flask or torch.
+A thin click layer over grader.client.http (the HTTP calls), grader.client.batch (files, students, resume, follow)
+and grader.client.settings (server and token). Added to the `grader` group in grader/cli/__init__.py; `roster import`
+(roster.py) shares the options, error handling and exit codes defined here. Imports only requests, never flask or torch.
 """
 import functools
 import json
@@ -12,9 +13,8 @@ from pathlib import Path
 
 import click
 
-from ..client import batch, settings as clientconfig
+from ..client import batch, settings as client_settings
 from ..client.batch import BatchError
-from . import main
 from ..client.http import EXIT_FAILED, EXIT_USAGE, AuthFailed, Client, ClientError
 from ..client.settings import ConfigError
 
@@ -26,7 +26,7 @@ Exit codes (the same for every command that talks to the server):
   3  cannot reach the server (after retries)
   4  authentication or permission (no token, a token refused, not allowed)"""
 SERVER_HELP = ("The service's URL (default: GRADER_SERVER, then the config file, then "
-               f"{clientconfig.DEFAULT_SERVER}).")
+               f"{client_settings.DEFAULT_SERVER}).")
 TOKEN_HELP = "API token (default: GRADER_TOKEN, then the config file). Prefer those: options show in `ps`."
 
 
@@ -72,8 +72,8 @@ def assignment_option(required: bool):
                         help="The assignment's slug (default: GRADER_ASSIGNMENT).")
 
 
-def settings_for(server, token) -> clientconfig.Settings:
-    settings = clientconfig.resolve(server=server, token=token)
+def settings_for(server, token) -> client_settings.Settings:
+    settings = client_settings.resolve(server=server, token=token)
     for warning in settings.warnings:
         click.echo(f"warning: {warning}", err=True)
     return settings
@@ -154,7 +154,7 @@ def follow(client: Client, slug: str, ids, timeout, quiet: bool) -> dict:
 
 # ---------------------------------------------------------------- submit
 
-@main.command(epilog=EXIT_CODES)
+@click.command(epilog=EXIT_CODES)
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @assignment_option(required=True)
 @click.option("--manifest", "-m", type=click.Path(path_type=Path), metavar="CSV",
@@ -269,7 +269,7 @@ def upload(client: Client, slug: str, todo, instructor: bool, jobs: int, quiet: 
 
 # ---------------------------------------------------------------- status, results
 
-@main.command(epilog=EXIT_CODES)
+@click.command(epilog=EXIT_CODES)
 @click.argument("ids", nargs=-1, type=int)
 @assignment_option(required=False)
 @click.option("--student", "-s", help="Only this student's submissions (instructors).")
@@ -312,7 +312,7 @@ def status(ids, assignment, student, every, as_json, server, token):
                                                                                        "failed")))
 
 
-@main.command(epilog=EXIT_CODES)
+@click.command(epilog=EXIT_CODES)
 @click.argument("ids", nargs=-1, type=int)
 @assignment_option(required=False)
 @click.option("--student", "-s", help="Only this student's submissions (instructors).")
@@ -357,7 +357,7 @@ def results(ids, assignment, student, every, fmt, output, jobs, server, token):
 
 # ---------------------------------------------------------------- regrade, rescore, export
 
-@main.command(epilog=EXIT_CODES)
+@click.command(epilog=EXIT_CODES)
 @click.argument("ids", nargs=-1, type=int)
 @assignment_option(required=False)
 @click.option("--wait", "-w", is_flag=True, help="Follow the new gradings until they finish.")
@@ -399,7 +399,7 @@ def regrade(ids, assignment, wait, timeout, quiet, server, token):
         click.get_current_context().exit(EXIT_FAILED)
 
 
-@main.command(epilog=EXIT_CODES)
+@click.command(epilog=EXIT_CODES)
 @assignment_option(required=False)
 @click.option("--json", "as_json", is_flag=True, help="The full summary, with each changed score's diff.")
 @client_options
@@ -421,7 +421,7 @@ def rescore(assignment, as_json, server, token):
         click.echo(f"  submission {ch['submission']}: {ch['before']:g} -> {ch['after']:g}")
 
 
-@main.command(epilog=EXIT_CODES)
+@click.command(epilog=EXIT_CODES)
 @assignment_option(required=True)
 @click.option("--csv", "fmt", flag_value="csv", default=True, help="The gradebook CSV: a row per roster student "
                                                                    "(default).")
@@ -453,42 +453,9 @@ def export(assignment, fmt, gradescope, output, server, token):
         emit(client.export_csv(assignment), output)
 
 
-# ---------------------------------------------------------------- roster import (through the API)
-
-roster_group = main.commands.get("roster")
-if roster_group is None:  # the service's commands define the group; without them, a group of our own
-    @main.group("roster")
-    def roster_group():
-        """The student roster."""
-local_import = roster_group.commands.get("import")  # the service's: straight into the local database
-
-
-@roster_group.command("import", epilog=EXIT_CODES)
-@click.argument("path", type=click.Path(path_type=Path))
-@client_options
-@click.pass_context
-def roster_import(ctx, path, server, token):
-    """Add the students of a CSV file with columns username[,name,email]; those already there are kept.
-
-    Through the API when a server or token is given (option, GRADER_SERVER/GRADER_TOKEN or the config
-    file); otherwise straight into this host's database, as the other service commands do.
-
-    \b
-    Examples:
-      grader roster import roster.csv --server https://grader.example.edu
-      GRADER_SERVER=http://127.0.0.1:5000 GRADER_TOKEN=gr_... grader roster import roster.csv
-    """
-    rows = batch.read_roster(path)
-    settings = settings_for(server, token)
-    if local_import is not None and not (settings.given("server") or settings.given("token")):
-        return ctx.invoke(local_import, path=str(path))
-    added, existing = batch.import_roster(make_client(server, token), rows)
-    click.echo(f"added {len(added)} student(s); {len(existing)} already on the roster")
-
-
 # ---------------------------------------------------------------- config
 
-@main.group("config")
+@click.group("config")
 def config_group():
     """The client's settings file (server, token, retries, timeout)."""
 
@@ -500,14 +467,14 @@ def config_group():
 def config_show(server, token):
     """Each setting in effect and where it comes from (the token masked)."""
     s = settings_for(server, token)
-    click.echo(f"config file: {clientconfig.config_path()}")
-    for key in clientconfig.KINDS:
-        value = clientconfig.masked(s.token) if key == "token" else getattr(s, key)
+    click.echo(f"config file: {client_settings.config_path()}")
+    for key in client_settings.KINDS:
+        value = client_settings.masked(s.token) if key == "token" else getattr(s, key)
         click.echo(f"{key:<8} {value}  ({s.sources[key]})")
 
 
 @config_group.command("set")
-@click.argument("key", type=click.Choice(list(clientconfig.KINDS)))
+@click.argument("key", type=click.Choice(list(client_settings.KINDS)))
 @click.argument("value")
 @handled
 def config_set(key, value):
@@ -518,17 +485,12 @@ def config_set(key, value):
       grader config set server https://grader.example.edu
       grader config set token gr_xxxxxxxx
     """
-    path = clientconfig.write_setting(key, value)
+    path = client_settings.write_setting(key, value)
     click.echo(f"{key} set in {path}")
 
 
 @config_group.command("path")
 def config_path_cmd():
     """Print the config file's path (GRADER_CONFIG overrides it)."""
-    click.echo(clientconfig.config_path())
+    click.echo(client_settings.config_path())
 
-
-if not main.epilog:
-    main.epilog = ("The service's client: submit, status, results, regrade, rescore, export, roster import; "
-                   "server and token from --server/--token, GRADER_SERVER/GRADER_TOKEN or "
-                   "~/.config/transformer-grader/config.toml.\n\n" + EXIT_CODES)

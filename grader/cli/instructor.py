@@ -1,14 +1,14 @@
 """`grader instructor create | password | list`: accounts for the instructor pages (passwords stored hashed).
 
-Registered on the `grader` group by grader/cli/check.py; like cli_service, heavy imports happen inside the commands.
+Added to the `grader` group in grader/cli/__init__.py; as in service.py, flask and sqlalchemy are imported inside
+the commands.
 """
 import click
 
-from . import main
-from .service import _or_fail, in_session
+from .local import in_session, or_fail
 
 
-@main.group()
+@click.group()
 def instructor():
     """Instructor accounts for the web pages (students sign in with their roster id and token instead)."""
 
@@ -21,7 +21,7 @@ def instructor():
 def instructor_create(username, name, password):
     """Create an instructor account."""
     from ..app import store_web
-    _or_fail(lambda s: store_web.create_instructor(s, username, password, name))
+    or_fail(lambda s: store_web.create_instructor(s, username, password, name))
     click.echo(f"created instructor {username}")
 
 
@@ -31,7 +31,7 @@ def instructor_create(username, name, password):
 def instructor_password(username, password):
     """Set a new password for an instructor."""
     from ..app import store_web
-    _or_fail(lambda s: store_web.set_instructor_password(s, username, password))
+    or_fail(lambda s: store_web.set_instructor_password(s, username, password))
     click.echo(f"password changed for {username}")
 
 

@@ -1,38 +1,17 @@
-"""`grader serve | worker | sweep | db | token | roster | assignment`: the service's commands.
+"""`grader serve | worker | sweep | db | token | assignment`: the commands that run the service on this host.
 
-Registered on the `grader` group by grader/cli/check.py. Heavy imports (flask, celery, sqlalchemy) happen inside
-the commands so that `grader check` stays quick.
+Added to the `grader` group in grader/cli/__init__.py (`roster` is in roster.py, `instructor` in instructor.py).
+flask, celery and sqlalchemy are imported inside the commands so that `grader check` and the client stay quick.
 """
-import csv
 import json
 import os
 
 import click
 
-from . import main
+from .local import in_session, make_app, or_fail
 
 
-def make_app(migrate: bool = True):
-    """The app from the instance file and GRADER_* variables; db commands migrate only when asked."""
-    if not migrate:
-        os.environ.setdefault("GRADER_AUTO_MIGRATE", "false")
-    from ..app import create_app
-    from ..app.instance import InsecureInstance
-    try:
-        return create_app()  # sets the umask: what this command writes in the instance is 0600
-    except InsecureInstance as exc:
-        raise click.ClickException(str(exc)) from None
-
-
-def in_session(fn):
-    """Run fn(session) in a committed session of a fresh app."""
-    from ..app.db import get_db
-    app = make_app()
-    with app.app_context(), get_db(app).session() as s:
-        return fn(s)
-
-
-@main.command()
+@click.command()
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=5000, show_default=True, type=int)
 @click.option("--workers", "-w", type=click.IntRange(min=1), default=None,
@@ -51,7 +30,7 @@ def serve(host, port, workers, threads, dev, debug, access_log):
     run(app, host, port, workers, threads, access_log)
 
 
-@main.command()
+@click.command()
 @click.option("--concurrency", "-c", default=1, show_default=True, type=int, help="Grading processes.")
 @click.option("--beat/--no-beat", default=False, help="Also run the sweeper's schedule (one worker per cluster).")
 @click.option("--loglevel", "-l", default="info", show_default=True)
@@ -70,7 +49,7 @@ def worker(concurrency, beat, loglevel, hostname):
     app.extensions["celery"].worker_main(argv)
 
 
-@main.command()
+@click.command()
 def sweep():
     """One sweeper pass now: queue again what the broker lost (the beat schedule does this periodically)."""
     from worker.sweeper import sweep as run
@@ -79,7 +58,7 @@ def sweep():
         click.echo(json.dumps(run(app)))
 
 
-@main.group()
+@click.group()
 def db():
     """Database schema migrations (Alembic). The app also migrates on startup unless GRADER_AUTO_MIGRATE=false."""
 
@@ -111,7 +90,7 @@ def current():
     click.echo(current_revision(get_db(make_app(migrate=False))) or "(none)")
 
 
-@main.group()
+@click.group()
 def token():
     """API tokens (stored hashed: a token is shown once, when created)."""
 
@@ -130,7 +109,7 @@ def token_create(role, username, label):
     def create(s):
         student = store.get_student(s, username) if username else None
         return issue_token(s, "student" if username else "instructor", student, label)[1]
-    click.echo(_or_fail(create))
+    click.echo(or_fail(create))
 
 
 @token.command("list")
@@ -155,42 +134,7 @@ def token_revoke(token_id):
     click.echo(f"revoked token {token_id}")
 
 
-@main.group()
-def roster():
-    """The student roster."""
-
-
-@roster.command("add")
-@click.argument("username")
-@click.option("--name", default="")
-@click.option("--email", default="")
-def roster_add(username, name, email):
-    """Add one student."""
-    from ..app import store
-    _or_fail(lambda s: store.add_student(s, username, name, email))
-    click.echo(f"added {username}")
-
-
-@roster.command("import")
-@click.argument("path", type=click.Path(exists=True, dir_okay=False))
-def roster_import(path):
-    """Add the students of a CSV file with columns username[,name,email]; existing ones are skipped."""
-    from ..app import store
-
-    def add_all(s):
-        added = 0
-        with open(path, newline="") as fh:
-            for row in csv.DictReader(fh):
-                try:
-                    store.get_student(s, row["username"])
-                except store.NotFound:
-                    store.add_student(s, row["username"], row.get("name") or "", row.get("email") or "")
-                    added += 1
-        return added
-    click.echo(f"added {_or_fail(add_all)} student(s)")
-
-
-@main.group()
+@click.group()
 def assignment():
     """Assignments: which checks, seed and limits a submission is graded with."""
 
@@ -207,14 +151,6 @@ def assignment_create(slug, title, track, checks, seed, stage_s):
     from ..app import store
     fields = {"title": title, "track": track, "checks": [c.strip() for c in checks.split(",") if c.strip()],
               "seed": seed, "limits": {"stage_s": stage_s} if stage_s else {}}
-    _or_fail(lambda s: store.create_assignment(s, slug, **fields))
+    or_fail(lambda s: store.create_assignment(s, slug, **fields))
     click.echo(f"created assignment {slug}")
 
-
-def _or_fail(fn):
-    """in_session(fn), with the store's refusals as click errors."""
-    from ..app.store import StoreError
-    try:
-        return in_session(fn)
-    except StoreError as exc:
-        raise click.ClickException(exc.message) from None

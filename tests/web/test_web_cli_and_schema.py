@@ -20,7 +20,7 @@ def cli_env(tmp_path, monkeypatch):
 def test_instructor_create_stores_a_hash_and_signs_in(cli_env):
     from grader.app import store_web
     from grader.cli import main
-    from grader.cli.service import in_session
+    from grader.cli.local import in_session
     runner = CliRunner()
     r = runner.invoke(main, ["instructor", "create", "ada", "--name", "Ada"], input="long enough pw\nlong enough pw\n")
     assert r.exit_code == 0 and "created instructor ada" in r.output, r.output

@@ -13,12 +13,10 @@ from .checks import ALL_IDS, CHECKS
 from .checks.base import Context
 from .configs import DEFAULT_SEED
 from .frames import STAGE_END, hello_fields, plain, stage_end_problem
-from .results import STATUSES, CheckResult, StageOutcome
+from .results import CHECK_STATUSES, CheckResult, StageOutcome
 from .sandbox import Limits, Sandbox, make_sandbox
 from .source import Rejected, read_source
 from .tensors import BadTensors, decode_tensors
-
-STAGE_STATUSES = ("ok", "error", "violation", "timeout", "oom", "crash", "skipped")
 
 
 @dataclass
@@ -80,7 +78,7 @@ def grade_bytes(data: bytes, name: str = "submission.py", options: Options | Non
 
 def finish(report: dict, started: float) -> dict:
     """Add the status counts and the total time."""
-    counts = {s: 0 for s in STATUSES}
+    counts = {s: 0 for s in CHECK_STATUSES}
     for check in report["checks"]:
         counts[check["status"]] += 1
     report["summary"] = {s: n for s, n in counts.items() if n}

@@ -1,34 +1,82 @@
-"""The check ids and metric names, read from the checks' source so the web and the CLI never import torch."""
+"""The check registry: every check's declaration, read from its module's source so the web, the CLI and the rubric
+never import torch.
+
+A check is a module grader/checks/<id>.py that declares, as literal constants at its top, ID, TITLE, HINT, ORDER,
+NEEDS_TRACK and METRICS, and defines plan(ctx) (the stages its probes run in the sandbox) and verdict(ctx, stages,
+outcomes). Modules without an ID (base, batches, sensitivity) are helpers. docs/adding-a-check.md has the rest.
+"""
 import ast
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 CHECKS_DIR = Path(__file__).resolve().parent / "checks"
+FIELDS = ("ID", "TITLE", "HINT", "ORDER", "NEEDS_TRACK", "METRICS")
 
 
-def _constant(tree: ast.Module, name: str):
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
-            return node.value
-    return None
+@dataclass(frozen=True)
+class Check:
+    """One check's declaration."""
+    id: str
+    title: str  # what a pass establishes, in a few words
+    hint: str  # where to look first when it fails (the result page's "what to look at")
+    order: int  # its place in reports, pages and lists: the contract's order
+    needs_track: bool  # True: it builds the model, so it runs only on a submission that declares its TRACK
+    metrics: tuple[str, ...]  # the metrics it may report (rubric thresholds are validated against them)
+    module: str  # the module's name in grader.checks (the id, by convention)
+
+
+def declared(path: Path) -> dict:
+    """The literal top-level constants of a module's source (the fields it declares), by name."""
+    found = {}
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name) and target.id in FIELDS:
+                    try:
+                        found[target.id] = ast.literal_eval(node.value)
+                    except ValueError:
+                        raise RuntimeError(f"{path}: {target.id} must be a literal (the registry reads it "
+                                           "without importing the module)") from None
+    return found
+
+
+def read_check(path: Path, fields: dict) -> Check:
+    """A Check from one module's declared fields; RuntimeError names a missing or ill-typed one."""
+    missing = [f for f in FIELDS if f not in fields]
+    if missing:
+        raise RuntimeError(f"{path} declares ID but not {', '.join(missing)} (docs/adding-a-check.md)")
+    kinds = {"ID": str, "TITLE": str, "HINT": str, "ORDER": int, "NEEDS_TRACK": bool, "METRICS": tuple}
+    for name, kind in kinds.items():
+        if not isinstance(fields[name], kind) or (kind is int and isinstance(fields[name], bool)):
+            raise RuntimeError(f"{path}: {name} must be a {kind.__name__}, not {fields[name]!r}")
+    if fields["ID"] != path.stem:
+        raise RuntimeError(f"{path}: ID {fields['ID']!r} differs from the module's name")
+    return Check(id=fields["ID"], title=fields["TITLE"], hint=fields["HINT"], order=fields["ORDER"],
+                 needs_track=fields["NEEDS_TRACK"], metrics=tuple(fields["METRICS"]), module=path.stem)
 
 
 @lru_cache(maxsize=1)
-def check_registry() -> dict[str, tuple]:
-    """check id -> metric names, in contract order: grader.checks without importing it (it imports torch)."""
-    modules = _constant(ast.parse((CHECKS_DIR / "__init__.py").read_text()), "CHECKS")
-    if modules is None:
-        raise RuntimeError("grader/checks/__init__.py no longer defines CHECKS")
-    registry = {}
-    for elt in modules.elts:
-        tree = ast.parse((CHECKS_DIR / f"{elt.id}.py").read_text())
-        check_id, metrics = _constant(tree, "ID"), _constant(tree, "METRICS")
-        if check_id is None:
-            raise RuntimeError(f"grader/checks/{elt.id}.py defines no ID")
-        registry[ast.literal_eval(check_id)] = tuple(ast.literal_eval(metrics)) if metrics is not None else ()
-    return registry
+def check_registry() -> dict[str, Check]:
+    """check id -> its declaration, in contract order (ORDER): grader.checks without importing it (it imports torch)."""
+    checks = []
+    for path in sorted(CHECKS_DIR.glob("*.py")):
+        fields = declared(path)
+        if "ID" in fields:
+            checks.append(read_check(path, fields))
+    checks.sort(key=lambda c: c.order)
+    for a, b in zip(checks, checks[1:]):
+        if a.order == b.order:
+            raise RuntimeError(f"checks {a.id} and {b.id} share ORDER = {a.order}")
+    return {c.id: c for c in checks}
 
 
 def check_ids() -> tuple[str, ...]:
-    """grader.checks.ALL_IDS, without the import."""
+    """Every check id, in contract order."""
     return tuple(check_registry())
+
+
+def hint(check_id: str) -> str | None:
+    """Where to look first when the check fails (None for an id the registry does not know)."""
+    check = check_registry().get(check_id)
+    return check.hint if check else None

@@ -2,7 +2,7 @@
 from dataclasses import asdict, dataclass, field
 
 # Every status a check can end with, in the order a report lists them.
-STATUSES = ("pass", "fail", "error", "timeout", "oom", "crash", "skipped")
+CHECK_STATUSES = ("pass", "fail", "error", "timeout", "oom", "crash", "skipped")
 
 
 @dataclass
@@ -32,7 +32,7 @@ class CheckResult:
     stdout: str = ""
 
     def __post_init__(self):
-        if self.status not in STATUSES:
+        if self.status not in CHECK_STATUSES:
             raise ValueError(f"unknown status {self.status!r}")
 
     def to_dict(self) -> dict:

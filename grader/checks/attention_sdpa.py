@@ -9,7 +9,11 @@ from .. import tolerances as tol
 from ..compare import mismatch, nonfinite, shape_problem
 from .base import Stage, Verdict, raised_problem
 
+# The check's declaration, read by grader/registry.py without importing this module (docs/adding-a-check.md)
 ID = "attention_sdpa"
+TITLE = "Attention equals scaled dot-product attention"
+HINT = "the softmax axis (must be the keys), the 1/√Dh scale, masked_fill with −∞"
+ORDER = 20
 NEEDS_TRACK = False
 # metrics this check may report (the rubric validates thresholds against them)
 METRICS = ("max_abs_diff",)

@@ -14,7 +14,11 @@ from .base import Stage, Verdict
 from .batches import sequence_key, target_batch
 from .sensitivity import independent
 
+# The check's declaration, read by grader/registry.py without importing this module (docs/adding-a-check.md)
 ID = "causality"
+TITLE = "No information from future tokens"
+HINT = "the causal mask: key j may be attended only when j ≤ i"
+ORDER = 50
 NEEDS_TRACK = True
 # metrics this check may report (the rubric validates thresholds against them)
 METRICS = ("max_leak",)

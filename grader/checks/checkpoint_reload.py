@@ -8,7 +8,11 @@ from .base import Stage, Verdict
 from .batches import model_batch
 from .sensitivity import independent, other_tokens
 
+# The check's declaration, read by grader/registry.py without importing this module (docs/adding-a-check.md)
 ID = "checkpoint_reload"
+TITLE = "Checkpoint reloads to equal logits"
+HINT = "random tensors that are neither parameters nor persistent buffers"
+ORDER = 80
 NEEDS_TRACK = True
 # metrics this check may report (the rubric validates thresholds against them)
 METRICS = ("state_entries", "max_abs_diff", "mismatched", "compared", "worst_index")

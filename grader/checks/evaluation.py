@@ -21,7 +21,11 @@ from ..data.text import bigram_ce, perplexity, shipped_corpus, tiled_windows, un
 from . import training
 from .base import Stage, Verdict
 
+# The check's declaration, read by grader/registry.py without importing this module (docs/adding-a-check.md)
 ID = "evaluation"
+TITLE = "Held-out metrics beat the baseline"
+HINT = "eval mode, cached greedy decoding, and that the model you trained is the one evaluated"
+ORDER = 110
 NEEDS_TRACK = True
 # metrics this check may report (the rubric validates thresholds against them)
 METRICS = ("token_accuracy", "exact_match", "exact_match_unseen", "heldout_rows", "heldout_duplicates",

@@ -7,7 +7,11 @@ from .base import Stage, Verdict
 from .batches import model_batch
 from .sensitivity import independent, other_tokens
 
+# The check's declaration, read by grader/registry.py without importing this module (docs/adding-a-check.md)
 ID = "gradient_path"
+TITLE = "Every parameter gets a gradient"
+HINT = ".detach(), torch.no_grad(), .data, or layers the forward pass never uses"
+ORDER = 40
 NEEDS_TRACK = True
 # metrics this check may report (the rubric validates thresholds against them)
 METRICS = ("parameters", "without_gradient", "nonfinite", "all_zero")

@@ -8,7 +8,11 @@ from .base import Stage, Verdict
 from .batches import source_batch, target_batch
 from .sensitivity import independent, other_tokens
 
+# The check's declaration, read by grader/registry.py without importing this module (docs/adding-a-check.md)
 ID = "kv_cache"
+TITLE = "Cached decoding equals full-prefix decoding"
+HINT = "positions after the cache (absolute, not from 0), cache order, the causal mask within a chunk"
+ORDER = 70
 NEEDS_TRACK = True
 # metrics this check may report (the rubric validates thresholds against them)
 METRICS = ("step_max_abs_diff", "chunked_max_abs_diff")

@@ -11,7 +11,11 @@ from ..shortcuts import shortcut_uses
 from .base import Stage, Verdict
 from .batches import model_batch
 
+# The check's declaration, read by grader/registry.py without importing this module (docs/adding-a-check.md)
 ID = "no_shortcuts"
+TITLE = "No library attention or transformer shortcuts"
+HINT = "build attention yourself: no nn.MultiheadAttention, nn.Transformer* or scaled_dot_product_attention"
+ORDER = 90
 NEEDS_TRACK = False
 # metrics this check may report (the rubric validates thresholds against them)
 METRICS = ("static_hits", "recorded_calls")

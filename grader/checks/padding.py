@@ -8,7 +8,11 @@ from .base import Stage, Verdict
 from .batches import source_batch, target_batch
 from .sensitivity import independent, other_tokens, unmoved
 
+# The check's declaration, read by grader/registry.py without importing this module (docs/adding-a-check.md)
 ID = "padding"
+TITLE = "Padding does not leak into real positions"
+HINT = "the key padding mask, or a mask inverted (True means allowed)"
+ORDER = 60
 NEEDS_TRACK = True
 # metrics this check may report (the rubric validates thresholds against them)
 METRICS = ("max_abs_diff", "mismatched", "compared", "worst_index")

@@ -5,7 +5,11 @@ from .. import tolerances as tol
 from ..compare import mismatch, nonfinite, shape_problem
 from .base import Stage, Verdict, raised_problem
 
+# The check's declaration, read by grader/registry.py without importing this module (docs/adding-a-check.md)
 ID = "rope"
+TITLE = "Rotary position embedding"
+HINT = "signs in the 2×2 rotation, the frequency formula, positions not converted to float"
+ORDER = 30
 NEEDS_TRACK = False
 # metrics this check may report (the rubric validates thresholds against them)
 METRICS = ("pairing",)

@@ -5,7 +5,11 @@ from .. import tolerances as tol
 from ..compare import mismatch, nonfinite, shape_problem
 from .base import Stage, Verdict, raised_problem
 
+# The check's declaration, read by grader/registry.py without importing this module (docs/adding-a-check.md)
 ID = "split_heads"
+TITLE = "Head split and merge"
+HINT = "the reshape in split_heads: reshape to (B, T, H, Dh), then transpose(1, 2)"
+ORDER = 10
 NEEDS_TRACK = False
 # metrics this check may report (the rubric validates thresholds against them)
 METRICS = ("max_abs_diff", "mismatched", "compared", "worst_index")

@@ -21,7 +21,12 @@ from ..data.text import random_windows, shipped_corpus, unigram_logprobs
 from ..trainer import Trainer, direction_generator, verification_steps
 from .base import Stage, Verdict
 
+# The check's declaration, read by grader/registry.py without importing this module (docs/adding-a-check.md)
 ID = "training"
+TITLE = "Short seeded CPU run learns and reproduces"
+HINT = ("the forward pass in train mode, the loss targets (shifted by one for lm; PAD ignored), "
+        "anything random outside the seeded generator")
+ORDER = 100
 NEEDS_TRACK = True
 # metrics this check may report (the rubric validates thresholds against them)
 METRICS = ("final_loss", "baseline_loss", "loss_ratio", "initial_loss", "reported_final_loss",

@@ -5,26 +5,12 @@ import re
 
 from sqlalchemy.orm import Session
 
+from ...registry import hint
 from .. import scoring, store, store_web
 from ..api.routes import progress
 from ..models import Submission
 from .charts import loss_chart
 
-# docs/students.md, "if it fails, look at": the first place to look, by check.
-LOOK_AT = {
-    "split_heads": "the reshape in split_heads: reshape to (B, T, H, Dh), then transpose(1, 2)",
-    "attention_sdpa": "the softmax axis (must be the keys), the 1/√Dh scale, masked_fill with −∞",
-    "rope": "signs in the 2×2 rotation, the frequency formula, positions not converted to float",
-    "gradient_path": ".detach(), torch.no_grad(), .data, or layers the forward pass never uses",
-    "causality": "the causal mask: key j may be attended only when j ≤ i",
-    "padding": "the key padding mask, or a mask inverted (True means allowed)",
-    "kv_cache": "positions after the cache (absolute, not from 0), cache order, the causal mask within a chunk",
-    "checkpoint_reload": "random tensors that are neither parameters nor persistent buffers",
-    "no_shortcuts": "build attention yourself: no nn.MultiheadAttention, nn.Transformer* or scaled_dot_product_attention",
-    "training": "the forward pass in train mode, the loss targets (shifted by one for lm; PAD ignored), "
-                "anything random outside the seeded generator",
-    "evaluation": "eval mode, cached greedy decoding, and that the model you trained is the one evaluated",
-}
 STATUS_MEANING = {
     "pass": "passed", "fail": "your code ran but broke the property", "error": "your code raised an exception",
     "timeout": "the check ran out of time", "oom": "the check ran out of memory",
@@ -82,7 +68,7 @@ def check_rows(report: dict | None, points: dict, instructor: bool = False) -> l
         rows.append({"id": c.get("id"), "status": status, "meaning": STATUS_MEANING.get(status, status),
                      "message": c.get("message") or "", "details": list(c.get("details") or []),
                      "diagnostics": diagnostics(c) if status != "pass" else [], "measured": measured(c),
-                     "look_at": LOOK_AT.get(c.get("id")) if status not in ("pass", "skipped") else None,
+                     "look_at": hint(c.get("id")) if status not in ("pass", "skipped") else None,
                      "stdout": c.get("stdout") or "", "duration_s": c.get("duration_s"),
                      "points": points.get(c.get("id")),
                      "settings": {k: v for k, v in (c.get("metrics") or {}).items() if isinstance(v, dict)}

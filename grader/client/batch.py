@@ -16,6 +16,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rubric import gradescope_results
+from rubric.export import number_cell, text_cell
+
 from ..roster import RosterError, parse_roster
 from .http import ApiError, Client, ClientError
 
@@ -319,7 +322,6 @@ def check_statuses(result: dict | None) -> dict:
 
 def results_csv(rows) -> str:
     """A row per submission: who, which file, status, points, then one column per check with its status."""
-    from rubric.export import number_cell, text_cell
     checks: list[str] = []
     for row in rows:
         for cid in check_statuses(row["result"]):
@@ -350,7 +352,6 @@ def write_gradescope(client: Client, slug: str, directory) -> tuple[list, list]:
 
     Returns (written paths, [(student, why not)]).
     """
-    from rubric import gradescope_results
     directory = Path(directory)
     written, missing = [], []
     for row in client.export(slug):

@@ -12,7 +12,7 @@ import requests
 
 from .. import __version__
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_UNREACHABLE, EXIT_AUTH = 0, 1, 2, 3, 4
+EXIT_FAILED, EXIT_USAGE, EXIT_UNREACHABLE, EXIT_AUTH = 1, 2, 3, 4  # 0 is success (docs/cli.md, Exit codes)
 RETRY_STATUSES = (502, 503, 504)
 PAGE = 1000  # the API's largest page of submissions
 MAX_BACKOFF_S = 8.0
@@ -155,9 +155,6 @@ class Client:
                            response.status_code) from None
 
     # ------------------------------------------------------------ the API
-
-    def health(self) -> dict:
-        return self.json("GET", "/api/v1/health")
 
     def me(self) -> dict:
         """{"role": "instructor"|"student", "student": username or None}; asked once."""

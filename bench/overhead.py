@@ -54,8 +54,9 @@ def graded(path: Path, checks: tuple, sandbox=None) -> tuple[float, dict, float]
     wall = time.perf_counter() - started
     t0 = time.perf_counter()
     try:
+        from grader.registry import check_registry
         from rubric import load_rubric, score
-        score(report, load_rubric())
+        score(report, load_rubric(checks=check_registry()))
     except Exception as exc:  # a rubric that needs checks we skipped: scoring is still timed
         print(f"  scoring: {type(exc).__name__}: {str(exc)[:120]}", flush=True)
     return wall, report, time.perf_counter() - t0

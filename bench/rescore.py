@@ -17,8 +17,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from rubric import DEFAULT_PATH, RubricError, load_rubric, parse_rubric, rescore, score
-from rubric.fixtures import make_report
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository: tests.rubric.reports
+
+from grader.registry import check_registry  # noqa: E402
+from rubric import DEFAULT_PATH, RubricError, load_rubric, parse_rubric, score  # noqa: E402
+from tests.rubric.reports import make_report, rescore  # noqa: E402
 
 STATUSES = ["pass"] * 14 + ["fail"] * 3 + ["error", "timeout", "oom", "crash", "skipped"]
 
@@ -47,7 +50,7 @@ def stored_results(rubric, n: int, seed: int = 0) -> list[str]:
     out = []
     for k in range(n):
         track = rng.choice(["reverse", "lm"])
-        statuses = {c: rng.choice(STATUSES) for c in sorted(rubric.checks())}
+        statuses = {c: rng.choice(STATUSES) for c in sorted({i.check for _, i in rubric.items() if i.check})}
         report = make_report(statuses, {c: random_metrics(rng, c, track) for c in statuses}, track)
         manual = {i: {"points": 1.0, "comment": "ok"} for i in manual_ids if rng.random() < 0.5}
         out.append(json.dumps({"id": k, "report": report, "manual": manual, "score": score(report, rubric, manual)}))
@@ -146,14 +149,15 @@ def main() -> int:
     parser.add_argument("--no-store", action="store_true", help="only the in-memory rescoring")
     args = parser.parse_args()
     try:
-        old = load_rubric()
+        old = load_rubric(checks=check_registry())
     except RubricError as exc:
         print(f"the packaged rubric does not load yet:\n{exc}", file=sys.stderr)
         return 2
     # the change an instructor makes mid-term: a new version with a stricter training threshold
     text = DEFAULT_PATH.read_text()
     new = parse_rubric(text.replace(f'version = "{old.version}"', 'version = "bench.2"')
-                       .replace('metric = "loss_ratio", full = 0.5', 'metric = "loss_ratio", full = 0.3'), "bench")
+                       .replace('metric = "loss_ratio", full = 0.5', 'metric = "loss_ratio", full = 0.3'), "bench",
+                       checks=check_registry())
     stored = stored_results(old, args.n)
     size = sum(len(s) for s in stored)
 

@@ -1,5 +1,4 @@
 """Before and after, item by item: what a regrade or a rubric change did to a score."""
-from .score import score as score_report
 
 
 def item_rows(score: dict | None) -> dict:
@@ -30,29 +29,3 @@ def diff_totals(before: dict | None, after: dict | None) -> dict:
     return {"before": b.get("total"), "after": a.get("total"),
             "delta": round(a.get("total", 0.0) - b.get("total", 0.0), 9),
             "version_before": b.get("rubric_version"), "version_after": a.get("rubric_version")}
-
-
-def rescore(stored, rubric) -> list[dict]:
-    """Score every stored result again under `rubric`, without running any code.
-
-    `stored` holds mappings with "id", "report" (the judge's dict), optional "score" (the one stored before) and
-    optional "manual" (the manual grades); each answer has the id, the new score, the totals and the changed items.
-    """
-    out = []
-    for rec in stored:
-        after = score_report(rec["report"], rubric, rec.get("manual"))
-        before = rec.get("score")
-        out.append({"id": rec.get("id"), "score": after, "totals": diff_totals(before, after),
-                    "changes": [r for r in diff_scores(before, after) if r["changed"]]})
-    return out
-
-
-def format_diff(rows: list[dict]) -> list[str]:
-    """Readable lines for a diff: 'category/item  before -> after  (status change)'."""
-    lines = []
-    for r in rows:
-        side = lambda p, m: "-" if p is None else f"{p:g}/{m:g}"  # noqa: E731
-        status = f"  ({r['status_before']} -> {r['status_after']})" if r["status_before"] != r["status_after"] else ""
-        lines.append(f"{r['category']}/{r['id']}  {side(r['before'], r['max_before'])} -> "
-                     f"{side(r['after'], r['max_after'])}{status}")
-    return lines

@@ -1,7 +1,6 @@
-"""Exports: a CSV gradebook, a Gradescope results.json per submission, and plain JSON."""
+"""Exports: a CSV gradebook and a Gradescope results.json per submission."""
 import csv
 import io
-import json
 
 # Gradescope shows "after_published" results once the instructor publishes grades: our "hidden until released".
 GRADESCOPE_VISIBILITY = {True: "visible", False: "after_published"}
@@ -84,8 +83,3 @@ def item_output(item: dict, check: dict | None) -> str:
 def sum_points(values) -> float:
     """A sum of two-decimal points without float noise."""
     return round(sum(values), 6)
-
-
-def export_json(rows, indent: int = 2) -> str:
-    """The rows (student and score, as for the gradebook) as one JSON document; NaN is refused, not written."""
-    return json.dumps({"format": "rubric-scores/1", "rows": list(rows)}, indent=indent, sort_keys=True, allow_nan=False)

@@ -92,7 +92,3 @@ class Rubric:
     def item(self, item_id: str) -> Item | None:
         """The item with this id, or None."""
         return next((i for _, i in self.items() if i.id == item_id), None)
-
-    def checks(self) -> set:
-        """The check ids the rubric draws on."""
-        return {i.check for _, i in self.items() if i.check}

@@ -9,9 +9,9 @@ from click.testing import CliRunner
 
 import grader.cli
 import grader.judge
-from grader.checks import ALL_IDS
+from grader.registry import check_ids
 from rubric import DEFAULT_PATH
-from rubric.fixtures import make_report
+from tests.rubric.reports import make_report
 
 ROOT = DEFAULT_PATH.parents[1]
 SUBMISSION = str(ROOT / "submissions" / "reference_lm.py")
@@ -88,7 +88,7 @@ def test_missing_rubric_file_is_a_usage_error(cli, tmp_path):
 def test_default_rubric_scores_once_its_checks_exist(cli):
     """Until the packaged rubric's checks all exist, grading still completes, with a warning and no score."""
     doc = tomllib.loads(DEFAULT_PATH.read_text())
-    missing = {i["check"] for c in doc["categories"] for i in c["items"] if "check" in i} - set(ALL_IDS)
+    missing = {i["check"] for c in doc["categories"] for i in c["items"] if "check" in i} - set(check_ids())
     result = cli("--json")
     assert result.exit_code == 0, result.output
     scored = json.loads(result.stdout)["score"]

@@ -1,8 +1,8 @@
 """Regrades and rescoring: the score before and after, item by item, with no student code run."""
 import pytest
 
-from rubric import diff_scores, diff_totals, format_diff, parse_rubric, rescore, score
-from rubric.fixtures import make_report
+from rubric import diff_scores, diff_totals, parse_rubric, score
+from tests.rubric.reports import make_report, rescore
 
 REGISTRY = {"a": (), "b": ("ratio",)}
 V1 = '''
@@ -38,7 +38,7 @@ REPORT = make_report({"a": "pass", "b": "pass"}, {"b": {"ratio": 0.75}})
 
 @pytest.fixture(scope="module")
 def rubrics():
-    return parse_rubric(V1, "v1", REGISTRY), parse_rubric(V2, "v2", REGISTRY)
+    return parse_rubric(V1, "v1", checks=REGISTRY), parse_rubric(V2, "v2", checks=REGISTRY)
 
 
 def rows_by_id(rows):
@@ -64,8 +64,6 @@ def test_a_regrade_lists_only_what_changed_as_changed(rubrics):
     after = score(REPORT, v1, {"m": {"points": 4, "comment": "regrade"}})
     changed = [r["id"] for r in diff_scores(before, after) if r["changed"]]
     assert changed == ["m"], changed
-    lines = format_diff([r for r in diff_scores(before, after) if r["changed"]])
-    assert lines == ["manual/m  0/4 -> 4/4  (pending -> graded)"], lines
 
 
 def test_first_score_has_nothing_before(rubrics):

@@ -4,10 +4,8 @@ import io
 import json
 import math
 
-import pytest
-
-from rubric import apply_late_penalty, export_json, gradebook_csv, gradescope_results, parse_rubric, score
-from rubric.fixtures import make_report
+from rubric import apply_late_penalty, gradebook_csv, gradescope_results, parse_rubric, score
+from tests.rubric.reports import make_report
 
 REGISTRY = {"grad": ("parameters", "without_gradient"), "causal": ()}
 RUBRIC = parse_rubric('''
@@ -35,7 +33,7 @@ visibility = "hidden"
 id = "limits"
 points = 10
 description = "limits stated"
-''', "t", REGISTRY)
+''', "t", checks=REGISTRY)
 
 
 def scored(without: int, causal: str, manual=None) -> dict:
@@ -107,9 +105,3 @@ def test_gradescope_includes_graded_manual_items_with_their_visibility():
     limits = results["tests"][-1]
     assert (limits["score"], limits["visibility"], limits["output"]) == (8.0, "after_published", "fine"), limits
 
-
-def test_export_json_round_trips_and_refuses_nan():
-    rows = [r for r in ROWS if r["score"]]
-    assert json.loads(export_json(rows))["rows"] == rows
-    with pytest.raises(ValueError):
-        export_json([{"student": "x", "score": {"total": math.nan}}])

@@ -4,8 +4,10 @@ import tomllib
 
 import pytest
 
-from grader.checks import ALL_IDS, BY_ID
+from grader.registry import check_registry
 from rubric import DEFAULT_PATH, RubricError, load_rubric, parse_rubric
+
+REGISTRY = check_registry()
 
 # A small valid rubric on checks that exist today; each case below breaks one thing in it.
 GOOD = '''
@@ -39,7 +41,7 @@ description = "the report states the masks"
 '''
 
 
-def load_text(tmp_path, text, checks=None):
+def load_text(tmp_path, text, checks=REGISTRY):
     """Write text to a rubric file and load it."""
     path = tmp_path / "rubric.toml"
     path.write_text(text)
@@ -155,12 +157,12 @@ def test_unreadable_files(tmp_path, content, fragment):
     path = tmp_path / "rubric.toml"
     path.write_bytes(content if isinstance(content, bytes) else content.encode())
     with pytest.raises(RubricError, match=fragment):
-        load_rubric(path)
+        load_rubric(path, checks=REGISTRY)
 
 
 def test_missing_file(tmp_path):
     with pytest.raises(RubricError, match="cannot read the rubric file"):
-        load_rubric(tmp_path / "absent.toml")
+        load_rubric(tmp_path / "absent.toml", checks=REGISTRY)
 
 
 def test_version_falls_back_to_a_content_hash(tmp_path):
@@ -175,7 +177,7 @@ def test_metric_of_a_check_that_does_not_exist_yet_fails_clearly(tmp_path):
     text = GOOD.replace('check = "causality"', 'check = "future_check"')
     with pytest.raises(RubricError, match='unknown check id "future_check"'):
         load_text(tmp_path, text)
-    assert load_text(tmp_path, text, checks={**{c: BY_ID[c].METRICS for c in ALL_IDS}, "future_check": ()}), \
+    assert load_text(tmp_path, text, checks={**REGISTRY, "future_check": ()}), \
         "the same file loads once the registry has the check"
 
 
@@ -186,14 +188,14 @@ def packaged_checks() -> set:
 
 
 def test_packaged_rubric_loads_once_its_checks_exist():
-    missing = sorted(packaged_checks() - set(ALL_IDS))
+    missing = sorted(packaged_checks() - set(REGISTRY))
     if missing:
         with pytest.raises(RubricError) as info:
-            load_rubric()
+            load_rubric(checks=REGISTRY)
         for check in missing:
             assert f'unknown check id "{check}"' in str(info.value), str(info.value)
         return
-    rubric = load_rubric()
+    rubric = load_rubric(checks=REGISTRY)
     assert rubric.version and rubric.total == 100
 
 
@@ -213,11 +215,11 @@ def test_packaged_rubric_metrics_match_the_registry_for_checks_that_exist():
     doc = tomllib.loads(DEFAULT_PATH.read_text())
     for cat in doc["categories"]:
         for item in cat["items"]:
-            if item.get("check") in BY_ID:
+            if item.get("check") in REGISTRY:
                 for rule in item.get("partial", []):
                     names = rule["metric"] if isinstance(rule["metric"], list) else [rule["metric"]]
                     for name in names + ([rule["per"]] if "per" in rule else []):
-                        assert name in BY_ID[item["check"]].METRICS, f"{item['id']}: {name} is not a metric"
+                        assert name in REGISTRY[item["check"]].metrics, f"{item['id']}: {name} is not a metric"
 
 
 def test_packaged_rubric_is_installed_package_data():
@@ -225,5 +227,5 @@ def test_packaged_rubric_is_installed_package_data():
 
 
 def test_parse_text_without_a_file():
-    rubric = parse_rubric(GOOD, "inline")
+    rubric = parse_rubric(GOOD, "inline", checks=REGISTRY)
     assert rubric.source == "inline" and len(rubric.digest) == 64

@@ -37,7 +37,7 @@ def test_submission_times_as_iso_strings_or_naive_utc(when):
 
 def test_deadline_in_local_time_of_the_policy_timezone():
     rubric = parse_rubric(RUBRIC_WITH_POLICY.replace("deadline = 2026-12-18T23:59:00Z",
-                                                     "deadline = 2026-12-18T23:59:00"), "t", {"c": ()})
+                                                     "deadline = 2026-12-18T23:59:00"), "t", checks={"c": ()})
     assert rubric.policy.deadline == datetime(2026, 12, 18, 22, 59, tzinfo=UTC), "Berlin is UTC+1 in December"
 
 
@@ -128,6 +128,6 @@ points = 1
 
 
 def test_policy_is_read_from_the_rubric_file():
-    policy = parse_rubric(RUBRIC_WITH_POLICY, "t", {"c": ()}).policy
+    policy = parse_rubric(RUBRIC_WITH_POLICY, "t", checks={"c": ()}).policy
     assert policy == Policy(attempts=4, period="week", timezone="Europe/Berlin", deadline=DEADLINE,
                             grace_minutes=10, late_per_day=0.05, late_max=0.3, counts="last"), policy

@@ -1,14 +1,15 @@
 """Calibration: under the packaged rubric, each reference solution earns every automatic point."""
 import pytest
 
-from tests.support.grading import REFERENCES, grade_text
+from grader.registry import check_registry
 from rubric import RubricError, load_rubric, score
+from tests.support.grading import REFERENCES, grade_text
 
 
 def packaged_rubric():
     """The packaged rubric; every check it names exists now, so failing to load it is a defect."""
     try:
-        return load_rubric()
+        return load_rubric(checks=check_registry())
     except RubricError as exc:
         pytest.fail(f"the packaged rubric does not load: {exc}")
 

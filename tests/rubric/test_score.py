@@ -6,7 +6,7 @@ import math
 import pytest
 
 from rubric import apply_late_penalty, parse_rubric, score, student_view
-from rubric.fixtures import make_report
+from tests.rubric.reports import make_report
 from rubric.points import add_points, round_points
 
 # A stand-in registry: these tests are about scoring, not about which checks exist today.
@@ -65,7 +65,7 @@ points = 3
 visibility = "visible"
 description = "the limits"
 '''
-RUBRIC = parse_rubric(TEXT, "test", REGISTRY)
+RUBRIC = parse_rubric(TEXT, "test", checks=REGISTRY)
 OTHER_STATUSES = ["error", "timeout", "oom", "crash", "skipped"]
 
 
@@ -222,7 +222,7 @@ def test_a_new_rubric_version_rescores_the_same_report():
     report = make_report({"grad": "pass", "causal": "pass", "train": "pass", "eval": "pass"},
                          {"train": {"loss_ratio": 0.9}, "eval": {"ppl_ratio": 0.7}})
     changed = parse_rubric(TEXT.replace('version = "s.1"', 'version = "s.2"')
-                           .replace("full = 0.8, zero = 1.0", "full = 0.9, zero = 1.0"), "test", REGISTRY)
+                           .replace("full = 0.8, zero = 1.0", "full = 0.9, zero = 1.0"), "test", checks=REGISTRY)
     before, after = score(report, RUBRIC), score(report, changed)
     assert (before["rubric_version"], after["rubric_version"]) == ("s.1", "s.2")
     assert (item(before, "train")["points"], item(after, "train")["points"]) == (3.0, 6.0)

@@ -1,6 +1,6 @@
 """Every numerical tolerance the judge uses, stated once (float64 throughout)."""
 
-# attention against torch's SDPA (math backend), as CONTRACT.md fixes it
+# attention against torch's SDPA (math backend), as docs/contract.md (section 4) states it
 ATTENTION = {"atol": 1e-10, "rtol": 1e-8}
 # a row of attention weights must sum to one within this
 ROW_SUM = 1e-10

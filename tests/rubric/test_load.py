@@ -6,39 +6,12 @@ import pytest
 
 from grader.registry import check_registry
 from rubric import DEFAULT_PATH, RubricError, load_rubric, parse_rubric
+from tests.support.rubrics import SMALL_RUBRIC
 
 REGISTRY = check_registry()
 
 # A small valid rubric on registered checks; each case below breaks one thing in it.
-GOOD = '''
-version = "t.1"
-total = 10
-
-[[categories]]
-id = "correct"
-weight = 6
-
-[[categories.items]]
-id = "grad"
-check = "gradient_path"
-points = 4
-partial = [{metric = "without_gradient", per = "parameters", full = 0, zero = 1}]
-
-[[categories.items]]
-id = "causal"
-check = "causality"
-points = 2
-
-[[categories]]
-id = "report"
-weight = 4
-visibility = "hidden"
-
-[[categories.items]]
-id = "written"
-points = 4
-description = "the report states the masks"
-'''
+GOOD = SMALL_RUBRIC  # tests/rubric/small_rubric.toml, shared by the rubric tests
 
 
 def load_text(tmp_path, text, checks=REGISTRY):

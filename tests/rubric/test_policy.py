@@ -3,8 +3,10 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
+from grader.registry import check_registry
 from rubric import (Policy, apply_late_penalty, attempts_left, attempts_used, counted_submission, late_penalty,
                     next_period_starts, parse_rubric)
+from tests.support.rubrics import SMALL_RUBRIC
 
 UTC = timezone.utc
 DEADLINE = datetime(2026, 12, 18, 23, 59, tzinfo=UTC)
@@ -37,7 +39,7 @@ def test_submission_times_as_iso_strings_or_naive_utc(when):
 
 def test_deadline_in_local_time_of_the_policy_timezone():
     rubric = parse_rubric(RUBRIC_WITH_POLICY.replace("deadline = 2026-12-18T23:59:00Z",
-                                                     "deadline = 2026-12-18T23:59:00"), "t", checks={"c": ()})
+                                                     "deadline = 2026-12-18T23:59:00"), "t", checks=check_registry())
     assert rubric.policy.deadline == datetime(2026, 12, 18, 22, 59, tzinfo=UTC), "Berlin is UTC+1 in December"
 
 
@@ -105,9 +107,7 @@ def test_counted_submission(counts, subs, expected):
     assert (chosen and chosen["id"]) == expected, f"{counts}: chose {chosen}"
 
 
-RUBRIC_WITH_POLICY = '''
-version = "p.1"
-total = 1
+RUBRIC_WITH_POLICY = SMALL_RUBRIC.replace("total = 10\n", '''total = 10
 [policy]
 attempts_per_period = 4
 period = "week"
@@ -117,17 +117,10 @@ grace_minutes = 10
 late_penalty_per_day = 0.05
 late_penalty_max = 0.3
 counts = "last"
-[[categories]]
-id = "c"
-weight = 1
-[[categories.items]]
-id = "c"
-check = "c"
-points = 1
-'''
+''')
 
 
 def test_policy_is_read_from_the_rubric_file():
-    policy = parse_rubric(RUBRIC_WITH_POLICY, "t", checks={"c": ()}).policy
+    policy = parse_rubric(RUBRIC_WITH_POLICY, "t", checks=check_registry()).policy
     assert policy == Policy(attempts=4, period="week", timezone="Europe/Berlin", deadline=DEADLINE,
                             grace_minutes=10, late_per_day=0.05, late_max=0.3, counts="last"), policy

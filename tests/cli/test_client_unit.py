@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from grader.client import batch, settings as clientconfig
+from grader.client import batch, settings as client_settings
 from grader.client.http import ApiError, AuthFailed, Client, Unreachable
 from tests.service.svc_cluster import free_port
 
@@ -143,13 +143,13 @@ def test_option_beats_environment_beats_file_beats_default(tmp_path):
     path.write_text('server = "file.example:1"\ntoken = "gr_file"\nretries = 7\n')
     os.chmod(path, 0o600)
     env = {"GRADER_SERVER": "https://env.example", "GRADER_RETRIES": "2"}
-    s = clientconfig.resolve(token="gr_option", env=env, path=path)
+    s = client_settings.resolve(token="gr_option", env=env, path=path)
     assert (s.server, s.token, s.retries, s.timeout) == ("https://env.example", "gr_option", 2, 60.0)
     assert s.sources == {"server": "environment GRADER_SERVER", "token": "option", "retries": "environment GRADER_RETRIES",
                          "timeout": "default"}
-    s = clientconfig.resolve(env={}, path=path)
+    s = client_settings.resolve(env={}, path=path)
     assert (s.server, s.token, s.retries) == ("http://file.example:1", "gr_file", 7) and not s.warnings
-    assert clientconfig.resolve(env={}, path=tmp_path / "none.toml").server == clientconfig.DEFAULT_SERVER
+    assert client_settings.resolve(env={}, path=tmp_path / "none.toml").server == client_settings.DEFAULT_SERVER
 
 
 @pytest.mark.parametrize("text,expected", [
@@ -183,7 +183,7 @@ def test_a_token_in_a_world_readable_config_file_is_warned_about(tmp_path):
     path = tmp_path / "config.toml"
     path.write_text('token = "gr_x"\n')
     os.chmod(path, 0o644)
-    assert any("chmod 600" in w for w in clientconfig.resolve(env={}, path=path).warnings)
+    assert any("chmod 600" in w for w in client_settings.resolve(env={}, path=path).warnings)
 
 
 # ---------------------------------------------------------------- files, students, manifests

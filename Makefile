@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 # can run it wherever the repository lives (a checkout under a 0700 directory is unreachable for them).
 RUNNER := /opt/transformer-grader/runner
 
-.PHONY: setup test test-deps screenshots run stop system-deps images compose-up compose-down compose-test clean
+.PHONY: setup test test-fast test-deps screenshots run stop system-deps images compose-up compose-down compose-test clean
 
 setup: system-deps $(VENV)/.installed $(if $(filter 0,$(shell id -u)),$(RUNNER)/.installed)
 
@@ -30,6 +30,14 @@ test: setup test-deps
 
 test-deps: setup
 	scripts/install-test-deps.sh
+
+# The tests that need no Docker, browser, PostgreSQL, Redis or live grader processes, and no whole-submission
+# grading in the sandbox (markers in pyproject.toml; `service` is added by tests/conftest.py): about 2 minutes
+# on 2 cores. `make test` still runs everything.
+FAST := not slow and not docker and not browser and not service
+test-fast: setup
+	@start=$$(date +%s); $(BIN)/pytest -q -rs -m "$(FAST)"; status=$$?; \
+	echo "make test-fast: $$(( $$(date +%s) - start )) s"; exit $$status
 
 # The browser tests take the screenshots docs/web.md shows (into tests/artifacts/); this refreshes the copies.
 screenshots: setup test-deps

@@ -23,7 +23,7 @@ class Check:
     order: int  # its place in reports, pages and lists: the contract's order
     needs_track: bool  # True: it builds the model, so it runs only on a submission that declares its TRACK
     metrics: tuple[str, ...]  # the metrics it may report (rubric thresholds are validated against them)
-    module: str  # the module's name in grader.checks (the id, by convention)
+    module: str  # its module in grader.checks, named after the id (read_check insists)
 
 
 def declared(path: Path) -> dict:

@@ -5,4 +5,3 @@ from ..registry import check_registry
 
 CHECKS = tuple(import_module(f"{__name__}.{c.module}") for c in check_registry().values())
 ALL_IDS = tuple(c.ID for c in CHECKS)
-BY_ID = {c.ID: c for c in CHECKS}

@@ -14,6 +14,7 @@ from .checks.base import Context
 from .configs import DEFAULT_SEED
 from .frames import STAGE_END, hello_fields, plain, stage_end_problem
 from .results import CHECK_STATUSES, CheckResult, StageOutcome
+from .rootcause import attribute
 from .sandbox import Limits, Sandbox, make_sandbox
 from .source import Rejected, read_source
 from .tensors import BadTensors, decode_tensors
@@ -71,8 +72,14 @@ def grade_bytes(data: bytes, name: str = "submission.py", options: Options | Non
     for check in checks:
         if check.ID in plans:
             results[check.ID] = decide(check, ctx, plans[check.ID], outcomes, set(plans))
+    # a model-level failure that a correct contract function removes names it (one more sandbox, only when needed)
+    rerun = lambda more: run_in_sandbox(source.text, more, options,  # noqa: E731
+                                        (sandbox or make_sandbox(options.backend)).prepare(options.limits), None)[0]
+    diagnosis_s = attribute(ctx, checks, plans, results, outcomes, options.limits.stage_s, decide, rerun)
     report["checks"] = [results[c.ID].to_dict() for c in checks]
     report.update(run_info)
+    if diagnosis_s is not None:
+        report.setdefault("timings", {})["root_cause_s"] = diagnosis_s
     return finish(report, started)
 
 

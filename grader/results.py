@@ -30,14 +30,20 @@ class CheckResult:
     details: list = field(default_factory=list)
     duration_s: float = 0.0
     stdout: str = ""
+    # {"check": a contract function's check id, "evidence": one sentence}: the failure goes away when the judge's
+    # version of that function stands in for the student's (grader/rootcause.py); diagnosis only, never points
+    root_cause: dict | None = None
 
     def __post_init__(self):
         if self.status not in CHECK_STATUSES:
             raise ValueError(f"unknown status {self.status!r}")
 
     def to_dict(self) -> dict:
-        """JSON-ready form."""
-        return asdict(self)
+        """JSON-ready form (root_cause only where there is one)."""
+        out = asdict(self)
+        if out["root_cause"] is None:
+            del out["root_cause"]
+        return out
 
 
 def passed(check_id: str, message: str, **metrics) -> CheckResult:

@@ -90,6 +90,8 @@ def print_table(report: dict, scored: dict | None = None) -> None:
         got = points.get(c["id"])
         column = (f"{got[0]:>6.2f}/{got[1]:<4g} " if got else f"{'-':>6} {'':<4} ") if scored else ""
         click.echo(f"  {c['id']:<{width}}  {status} {c['duration_s']:6.2f}s  {column}{c['message']}")
+        if c.get("root_cause"):  # grader/rootcause.py: fix that function first
+            click.echo(f"  {'':<{width}}  root cause: {c['root_cause']['check']} ({c['root_cause']['evidence']})")
         for line in c["details"][1:] if c["status"] == "fail" else c["details"]:
             click.echo(f"  {'':<{width}}           {'':>6}  {'':<{pad}} - {line}")
     summary = ", ".join(f"{n} {s}" for s, n in report["summary"].items())

@@ -122,8 +122,13 @@ def child_main(stage, job_dir, write_fd, inputs_blob, prev_blob, probes, max_blo
         probe = probes.PROBES[stage["probe"]]
         if stage.get("interactive"):
             probes.open_channel(send, receiver(0, max_blob))
+        substitute = stage.get("params", {}).get("substitute")
+        if substitute:  # a root-cause diagnosis (grader/rootcause.py): the judge's functions, bound before the import
+            import reference_parts
         send({"type": "progress", "phase": "import"})
         module = import_submission(path)
+        if substitute:
+            reference_parts.substitute(module, substitute)
         send({"type": "progress", "phase": "run"})
         tensors, facts = probe(module, inputs, stage.get("params", {}))
         send({"type": "result", "outcome": "ok", "facts": facts}, probes.dump_outputs(tensors))

@@ -8,12 +8,20 @@ import pytest
 
 pytest_plugins = ["tests.support.fixtures"]
 
-# A test that uses one of these fixtures needs PostgreSQL, Redis or a live worker: `service`, outside `make test-fast`.
-SERVICE_FIXTURES = {"pg_url", "cluster"}
+# A test that uses one of these fixtures needs PostgreSQL, Redis or live grader processes (a cluster, `make run`,
+# `grader serve`): `service`, outside `make test-fast`.
+SERVICE_FIXTURES = {"pg_url", "cluster", "make_run", "served"}
+
+
+def needs_service(item) -> bool:
+    """A service fixture, or a parameter that runs the test on PostgreSQL (the `app` store, a migration backend)."""
+    callspec = getattr(item, "callspec", None)
+    return bool(SERVICE_FIXTURES.intersection(getattr(item, "fixturenames", ()))
+                or (callspec and "postgresql" in callspec.params.values()))
 
 
 def pytest_collection_modifyitems(items):
-    """Mark `service` the tests that reach PostgreSQL, Redis or a live cluster through a fixture."""
+    """Mark `service` the tests that reach PostgreSQL, Redis or live grader processes."""
     for item in items:
-        if SERVICE_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+        if needs_service(item):
             item.add_marker(pytest.mark.service)

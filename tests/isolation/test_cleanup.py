@@ -72,6 +72,7 @@ def hostile_tree(base: str) -> None:
     os.chmod(base, 0o500)
 
 
+@pytest.mark.slow
 def test_remove_tree_takes_a_hostile_tree_whole(tmp_path):
     base = tmp_path / "t"
     base.mkdir()
@@ -80,6 +81,7 @@ def test_remove_tree_takes_a_hostile_tree_whole(tmp_path):
     assert Path("/etc/passwd").exists(), "a symlink is removed, never followed"
 
 
+@pytest.mark.slow
 def test_remove_tree_as_the_owner_not_root(as_root):
     """Without root's override a mode-000 or read-only directory needs a chmod first; the owner may."""
     with lease_uid() as uid:
@@ -124,6 +126,7 @@ def leave_everything(uid: int, shared: str):
     as_uid(uid, make)
 
 
+@pytest.mark.slow
 def test_sweep_removes_the_uids_files_everywhere_and_its_sysv_objects(as_root):
     shared = tempfile.mkdtemp(prefix="grader-test-shared-")  # root's, world-writable, like /tmp/.X11-unix
     os.chmod(shared, 0o1777)

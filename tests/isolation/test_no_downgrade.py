@@ -83,6 +83,7 @@ def test_a_failed_probe_is_not_remembered(as_root, strict, monkeypatch):
     assert report["sandbox"]["weak"] is False and report["sandbox"]["layers"] == list(FULL), report["sandbox"]
 
 
+@pytest.mark.slow
 def test_grader_check_prints_the_refusal_and_exits_non_zero(as_root):
     env = {**os.environ, "PATH": NO_BWRAP, "GRADER_SANDBOX": "process"}
     env.pop(ALLOW_WEAK_ENV, None)

@@ -66,6 +66,7 @@ def test_seccomp_refuses_syscall(name, call):
     assert proc.stdout.split() == ["-1", "1"], f"{name} under the filter: {proc.stdout}{proc.stderr}"
 
 
+@pytest.mark.slow
 def test_seccomp_leaves_what_torch_needs():
     proc = in_seccomp_child("""
         import os, socket, threading

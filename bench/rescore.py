@@ -3,7 +3,7 @@
 Run: .venv/bin/python bench/rescore.py [--n 1000] [--repeat 5] [--no-store]
 
 Then the same through the service's store, as `grader rescore` does it: 1000 results stored in SQLite (and in
-PostgreSQL when one answers, GRADER_TEST_PG), the rubric file changed, `store.rescore` timed with its commit.
+PostgreSQL when one answers, GRADER_TEST_PG), the rubric file changed, `coursework.rescore` timed with its commit.
 """
 import argparse
 import contextlib
@@ -102,9 +102,9 @@ def databases():
 
 
 def through_the_store(url: str, stored: list[str], new_rubric_path: Path) -> tuple[float, int, int]:
-    """Store the results (scored under the packaged rubric), change the rubric file, time store.rescore + commit."""
+    """Store the results (scored under the packaged rubric), change the rubric file, time coursework.rescore + commit."""
     import rubric.load
-    from grader.app import create_app, scoring, store
+    from grader.app import accounts, coursework, create_app, scoring, store
     from grader.app.db import get_db
     from grader.app.models import Result, Submission, utcnow
     app = create_app({"DATABASE_URL": url, "BROKER_URL": "memory://", "SECRET_KEY": "bench"})
@@ -113,7 +113,7 @@ def through_the_store(url: str, stored: list[str], new_rubric_path: Path) -> tup
         scoring.reload_rubric()
         with db.session() as s:
             assignment = store.create_assignment(s, "bench", title="Bench")
-            students = [store.add_student(s, f"s{k:04d}") for k in range(len(stored) // 5 or 1)]
+            students = [accounts.add_student(s, f"s{k:04d}") for k in range(len(stored) // 5 or 1)]
             for k, text in enumerate(stored):
                 record = json.loads(text)
                 sub = Submission(assignment_id=assignment.id, student_id=students[k % len(students)].id,
@@ -124,13 +124,13 @@ def through_the_store(url: str, stored: list[str], new_rubric_path: Path) -> tup
                 result = Result(submission_id=sub.id, request=1, attempt=1, report=record["report"])
                 s.add(result)
                 s.flush()
-                store.score_result(s, result)
+                coursework.score_result(s, result)
         saved = rubric.load.DEFAULT_PATH
         rubric.load.DEFAULT_PATH = new_rubric_path  # the instructor edits the rubric file
         try:
             with db.session() as s:
                 start = time.perf_counter()
-                summary = store.rescore(s)
+                summary = coursework.rescore(s)
                 s.commit()
                 took = time.perf_counter() - start
         finally:

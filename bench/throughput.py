@@ -99,8 +99,8 @@ def service(checks: tuple, students: int, web_workers: int = 2):
     import psycopg
     from tests.service.svc_cluster import Http, RedisServer, Worker, free_port, wait_for
     from tests.service.svc_helpers import PG_ADMIN
-    from grader.app import create_app, store
-    from grader.app.auth import issue_token
+    from grader.app import accounts, create_app, store
+    from grader.app.accounts import issue_token
     from grader.app.db import get_db
     workdir = Path(tempfile.mkdtemp(prefix="grader-bench-svc-"))
     admin = psycopg.connect(PG_ADMIN, autocommit=True, connect_timeout=3)
@@ -118,7 +118,7 @@ def service(checks: tuple, students: int, web_workers: int = 2):
         store.create_assignment(s, "bench", title="Bench", checks=list(checks))
         store.create_assignment(s, "web", title="Web load", checks=["split_heads"])
         instructor = issue_token(s, "instructor")[1]
-        tokens = [issue_token(s, "student", store.add_student(s, f"s{n:03d}"))[1] for n in range(students)]
+        tokens = [issue_token(s, "student", accounts.add_student(s, f"s{n:03d}"))[1] for n in range(students)]
     port = free_port()
     web_log = open(workdir / "web.log", "wb")
     web = subprocess.Popen([str(ROOT / ".venv" / "bin" / "grader"), "serve", "--port", str(port),

@@ -10,8 +10,11 @@ from dataclasses import dataclass
 from celery.exceptions import SoftTimeLimitExceeded
 from sqlalchemy.exc import DBAPIError
 
-from grader.app import jobs, store
+from grader import __version__
+from grader.app import coursework, jobs
 from grader.app.db import get_db
+from grader.sandbox import Limits
+from grader.sandbox.prestart import prestarted
 
 log = logging.getLogger(__name__)
 DB_TRIES = 5  # storing a finished report survives a database blip this long (2 s apart)
@@ -28,8 +31,7 @@ class Outcome:
 
 def judge_options(assignment: dict, backend: str | None, steps: dict | None = None):
     """The judge's Options for an assignment: `grader check`'s defaults unless the assignment or settings say else."""
-    from grader.judge import Options
-    from grader.sandbox import Limits
+    from grader.judge import Options  # torch: imported once before the pool forks (worker/__init__.py), not here
     options = Options(only=tuple(assignment.get("checks") or ()), limits=Limits(**(assignment.get("limits") or {})),
                       steps=dict(steps or {}))
     if assignment.get("seed") is not None:
@@ -41,8 +43,7 @@ def judge_options(assignment: dict, backend: str | None, steps: dict | None = No
 
 def run_judge(data: bytes, name: str, options, on_event, prestart: bool = False) -> dict:
     """grader.judge.grade_bytes, the same call `grader check` makes; with prestart, in a sandbox started ahead."""
-    from grader.judge import grade_bytes
-    from grader.sandbox.prestart import prestarted
+    from grader.judge import grade_bytes  # torch, as above
     sandbox = prestarted(options.backend) if prestart else None
     return grade_bytes(data, name, options, sandbox=sandbox, on_event=on_event)
 
@@ -102,7 +103,6 @@ def worker_name() -> str:
 
 def grade(app, submission_id: int, task_id: str | None = None, judge=None) -> Outcome:
     """Grade one submission at most once per grading request; safe to call for any message, any number of times."""
-    from grader import __version__
     cfg, db = app.config, get_db(app)
     judge = judge or functools.partial(run_judge, prestart=bool(cfg.get("SANDBOX_PRESTART", True)))
     with db.Session() as s:
@@ -157,7 +157,7 @@ def _store(db, c: jobs.Claim, report: dict, options: dict, version: str) -> int 
             return None
         result_id = result.id
         try:
-            store.score_result(s, result)
+            coursework.score_result(s, result)
             s.commit()
         except Exception:  # a rubric problem must not lose the result: `rescore` fills the score in later
             s.rollback()

@@ -3,8 +3,8 @@ import logging
 
 from grader.app import jobs
 from grader.app.db import get_db
-
-from .queue import pending_task_ids, send_grading
+from grader.app.queue import pending_task_ids, send_grading
+from grader.sandbox.uids import quarantined
 
 log = logging.getLogger(__name__)
 
@@ -24,7 +24,6 @@ def sweep(app) -> dict:
 
 def sandbox_health() -> dict:
     """This host's sandbox uids that could not be cleaned after a grading (not leased until a sweep cleans them)."""
-    from grader.sandbox.uids import quarantined
     slots = quarantined()
     if slots:
         log.warning("sandbox uids quarantined on this host (not used until clean): %s",

@@ -1,11 +1,15 @@
-"""The grading service: a Flask app (JSON API; pages later), a store, and Celery workers (package `worker`)."""
+"""The grading service: a Flask app (JSON API, student and instructor pages) over a store, sending grading jobs to
+Celery workers (package `worker`, which imports this one)."""
 import os
 
 from flask import Flask, jsonify, request
 from werkzeug.exceptions import HTTPException
 
-from . import db as database, instance
+from ..configs import check_steps
+from ..source import MAX_BYTES
+from . import api, db as database, instance, pages
 from .config import PREFIX, Defaults, instance_path
+from .queue import celery_init_app
 
 
 def create_app(test_config: dict | None = None) -> Flask:
@@ -31,22 +35,19 @@ def create_app(test_config: dict | None = None) -> Flask:
         instance.lock_down(app.config["SUBMISSIONS_DIR"])
     app.config["SECRET_KEY"] = instance.secret_key(app.config.get("SECRET_KEY"), app.instance_path,
                                                    generate=test_config is None)
-    from ..configs import check_steps
     app.config["TRAINING_STEPS"] = check_steps(app.config["TRAINING_STEPS"] or {})  # a bad value fails at start
 
     db = database.init_app(app)
     if app.config["AUTO_MIGRATE"]:
         database.upgrade(db)
 
-    from worker import celery_init_app
     celery_init_app(app)
 
-    from . import api
     from ..registry import check_registry
     check_registry()  # parse the check list now, before any request thread (ast.parse is not thread-safe here)
     app.register_blueprint(api.bp)
     app.register_error_handler(HTTPException, _http_error)
-    from .pages.common import init_app as init_pages; init_pages(app)  # noqa: E702  (student and instructor pages)
+    pages.init_app(app)  # the student and instructor blueprints
     return app
 
 
@@ -56,7 +57,6 @@ def _http_error(exc: HTTPException):
         return exc
     message = exc.description
     if exc.code == 413:
-        from ..source import MAX_BYTES
         message = (f"the upload is larger than the service accepts; a submission may be at most {MAX_BYTES} bytes "
                    "(256 KiB)")
     code = {404: "not_found", 405: "method_not_allowed", 413: "too_large"}.get(exc.code, "http_error")

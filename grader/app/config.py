@@ -1,4 +1,5 @@
-"""Settings: these defaults, then the instance file `config.py`, then `GRADER_*` environment variables."""
+"""Settings: these defaults, then the instance file `config.py`, then `GRADER_*` environment variables (or, for a
+test app, these defaults then its test_config)."""
 import os
 
 PREFIX = "GRADER"
@@ -34,6 +35,14 @@ class Defaults:
     TRAINING_STEPS = {}
     ENFORCE_ATTEMPTS = True  # the rubric policy's attempts per period, for student uploads
     CELERY = {}  # extra Celery settings, e.g. GRADER_CELERY__worker_concurrency=2
+    # The pages (grader/app/pages/).
+    WEB_UPLOAD_LIMIT = 6  # uploads a student may post...
+    WEB_UPLOAD_WINDOW_S = 60  # ...within this many seconds (the rubric's attempts per day apply as well)
+    WEB_SIGNIN_LIMIT = 10  # failed sign-ins from one address, or for one account, before each waits...
+    WEB_SIGNIN_BACKOFF_S = 1.0  # ...this long, doubling with every further failure...
+    WEB_SIGNIN_WINDOW_S = 300  # ...at most this long; failures older than this are forgotten
+    WEB_REPORT_MAX_BYTES = 10 << 20  # a report (PDF or Markdown) may be this large
+    WEB_POLL_S = 2.0  # how often the status page asks for news (JavaScript), or reloads (without)
 
 
 def instance_path() -> str | None:

@@ -2,6 +2,8 @@
 import unicodedata
 from urllib.parse import quote
 
+from flask import Response
+
 MAX_NAME = 255  # the database column
 
 
@@ -22,3 +24,9 @@ def content_disposition(name: str, disposition: str = "attachment") -> str:
     ascii_name = "".join(c if " " <= c < "\x7f" else "_" for c in name)
     ascii_name = ascii_name.replace("\\", "\\\\").replace('"', '\\"')
     return f"{disposition}; filename=\"{ascii_name}\"; filename*=UTF-8''{quote(name, safe='')}"
+
+
+def submission_file(sub) -> Response:
+    """A stored submission's file as a download (the API's, the student's and the instructor's)."""
+    return Response(sub.content, mimetype="text/x-python",
+                    headers={"Content-Disposition": content_disposition(sub.filename)})

@@ -13,7 +13,7 @@ NAMING = {"ix": "ix_%(column_0_label)s", "uq": "uq_%(table_name)s_%(column_0_N_n
           "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
           "pk": "pk_%(table_name)s"}
 Json = JSON().with_variant(JSONB(), "postgresql")
-STATUSES = ("queued", "running", "done", "failed")  # failed: infrastructure gave up; never a student's failure
+SUBMISSION_STATUSES = ("queued", "running", "done", "failed")  # failed: infrastructure gave up; never a student's failure
 
 
 def utcnow() -> datetime:

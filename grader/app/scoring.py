@@ -43,14 +43,6 @@ def compute(report: dict, manual: dict | None = None, rubric=None, submitted_at=
     return apply_late_penalty(scored, fraction) if fraction else scored
 
 
-def for_student(scored: dict | None, released=frozenset()) -> dict | None:
-    """What a student may see of a score: hidden items stay hidden until the instructor releases them."""
-    if scored is None:
-        return None
-    from rubric import student_view
-    return student_view(scored, current_rubric(), released=set(released))
-
-
 def diff(before: dict | None, after: dict | None):
     """Item by item, what changed between two scores (None when either is missing)."""
     if before is None or after is None:

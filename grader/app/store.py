@@ -1,8 +1,10 @@
-"""Plain functions over a session: the API, the pages, the CLI and the worker all go through these.
+"""The store: assignments, submissions, their place in the queue and their results, as plain functions over a
+session; and StoreError, the refusal every store function (here, accounts.py, coursework.py) raises.
 
-The grading state machine (claim, heartbeat, finish, release, sweep) is in jobs.py.
+The API, the pages, the CLI and the worker all go through these. The grading state machine (claim, heartbeat,
+finish, release, sweep) is in jobs.py; students and tokens in accounts.py; scores, reports and releases in
+coursework.py.
 """
-import logging
 import os
 import uuid
 from dataclasses import dataclass
@@ -14,9 +16,8 @@ from sqlalchemy.orm import Session, aliased, joinedload, with_expression
 from ..source import Rejected, Source, read_source
 from .files import clean_filename
 from . import scoring
-from .models import Assignment, Attempt, Result, Score, Student, Submission, utcnow
+from .models import Assignment, Attempt, Result, Student, Submission, utcnow
 
-log = logging.getLogger(__name__)
 ASSIGNMENT_FIELDS = ("title", "track", "checks", "seed", "limits")
 
 
@@ -39,11 +40,11 @@ class Conflict(StoreError):
     status = 409
 
 
-# ---------------------------------------------------------------- assignments and the roster
+# ---------------------------------------------------------------- assignments
 
 def validate_assignment(fields: dict) -> dict:
     """Check assignment settings; ValueError names a bad one."""
-    from ..sandbox import Limits
+    from ..sandbox import Limits  # the worker's package (a dozen modules): web processes load it only here
     from ..registry import check_ids
     all_ids = check_ids()
     out = {}
@@ -102,29 +103,6 @@ def list_assignments(s: Session) -> list[Assignment]:
     return list(s.scalars(select(Assignment).order_by(Assignment.id)))
 
 
-def add_student(s: Session, username: str, name: str = "", email: str = "") -> Student:
-    """Put a student on the roster."""
-    if not username or len(username) > 64:
-        raise StoreError("username must be 1-64 characters")
-    if s.scalar(select(Student).where(Student.username == username)):
-        raise Conflict(f"student {username!r} is already on the roster")
-    student = Student(username=username, name=name or "", email=email or "")
-    s.add(student)
-    s.flush()
-    return student
-
-
-def get_student(s: Session, username: str) -> Student:
-    student = s.scalar(select(Student).where(Student.username == username))
-    if student is None:
-        raise NotFound(f"no student {username!r} on the roster")
-    return student
-
-
-def list_students(s: Session) -> list[Student]:
-    return list(s.scalars(select(Student).order_by(Student.username)))
-
-
 # ---------------------------------------------------------------- submissions
 
 @dataclass
@@ -136,7 +114,7 @@ class Upload:
 
 
 def validate_upload(data: bytes, assignment: Assignment) -> Source:
-    """The upload rules of CONTRACT.md; Rejected names the problem."""
+    """The upload rules of docs/contract.md; Rejected names the problem."""
     source = read_source(data)
     if source.track is None:
         raise Rejected(source.track_problem)
@@ -276,7 +254,15 @@ def request_regrade(s: Session, sub: Submission) -> Submission:
     return sub
 
 
-# ---------------------------------------------------------------- results and scores
+def regrade_latest(s: Session, assignment: Assignment) -> list[Submission]:
+    """Grade every student's latest submission to the assignment again, except those already queued or running."""
+    subs = [sub for sub in latest_submissions(s, assignment).values() if sub.status in ("done", "failed")]
+    for sub in subs:
+        request_regrade(s, sub)
+    return subs
+
+
+# ---------------------------------------------------------------- results
 
 def results_of(s: Session, sub: Submission) -> list[Result]:
     """Every stored result of the submission, oldest request first."""
@@ -290,105 +276,3 @@ def latest_result(s: Session, sub: Submission) -> Result | None:
 def attempts_of(s: Session, sub: Submission) -> list[Attempt]:
     return list(s.scalars(select(Attempt).where(Attempt.submission_id == sub.id)
                           .order_by(Attempt.request, Attempt.number)))
-
-
-def score_of(s: Session, result: Result, rubric_version: str | None = None) -> Score | None:
-    """The score under rubric_version (default: the newest one stored for the result)."""
-    q = select(Score).where(Score.result_id == result.id)
-    if rubric_version is not None:
-        q = q.where(Score.rubric_version == rubric_version)
-    return s.scalar(q.order_by(Score.id.desc()).limit(1))
-
-
-def score_result(s: Session, result: Result, rubric=None, stored: list | None = None) -> Score | None:
-    """Compute and store (or replace) the result's score under the current rubric; None without a rubric.
-
-    The score is a function of stored data only: the report, the manual grades and the upload time (late penalty).
-    stored: the result's Score rows, oldest first, when the caller loaded them (rescore: one query for all, and
-    one flush at the end).
-    """
-    sub = s.get(Submission, result.submission_id)
-    scored = scoring.compute(result.report, sub.manual, rubric, submitted_at=sub.created_at)
-    if scored is None:
-        return None
-    version = str(scored.get("rubric_version"))
-    if stored is None:
-        row = score_of(s, result, version)
-    else:
-        row = next((r for r in reversed(stored) if r.rubric_version == version), None)
-    if row is None:
-        row = Score(result_id=result.id, rubric_version=version)
-        s.add(row)
-    row.score, row.total, row.max, row.created_at = scored, float(scored["total"]), float(scored["max"]), utcnow()
-    if stored is None:
-        s.flush()
-    return row
-
-
-def scores_by_result(s: Session, result_ids: list[int]) -> dict[int, list[Score]]:
-    """Every stored Score of these results, oldest first, in a few queries (not one per result)."""
-    found: dict[int, list[Score]] = {}
-    for start in range(0, len(result_ids), 500):  # bounded IN lists
-        chunk = result_ids[start:start + 500]
-        for row in s.scalars(select(Score).where(Score.result_id.in_(chunk)).order_by(Score.id)):
-            found.setdefault(row.result_id, []).append(row)
-    return found
-
-
-def set_manual(s: Session, sub: Submission, grades: dict) -> Score | None:
-    """Record the instructor's grades for manual rubric items, {item id: {"points", "comment"}}; rescore."""
-    if not isinstance(grades, dict) or not all(isinstance(v, dict) and "points" in v for v in grades.values()):
-        raise StoreError('manual grades are an object {item id: {"points": number, "comment": text}}')
-    sub.manual = {**(sub.manual or {}), **grades}
-    s.flush()
-    result = latest_result(s, sub)
-    return score_result(s, result) if result else None
-
-
-def rescore(s: Session, assignment: Assignment | None = None) -> dict:
-    """Recompute every stored result's score with the current rubric (no student code runs)."""
-    rubric = scoring.reload_rubric()
-    if rubric is None:
-        raise StoreError("the rubric package is not available", 503)
-    q = select(Result, Submission).join(Submission, Submission.id == Result.submission_id)
-    if assignment is not None:
-        q = q.where(Submission.assignment_id == assignment.id)
-    rows = s.execute(q.order_by(Result.id)).all()
-    stored = scores_by_result(s, [result.id for result, _ in rows])
-    changed, count = [], 0
-    for result, sub in rows:
-        mine = stored.get(result.id, [])
-        # What the newest score said, read before it may be updated in place (same rubric version).
-        before = (mine[-1].total, mine[-1].rubric_version, mine[-1].score) if mine else None
-        after = score_result(s, result, rubric, stored=mine)
-        count += 1
-        if before is not None and (before[0] != after.total or before[1] != after.rubric_version):
-            changed.append({"submission": sub.id, "request": result.request, "before": before[0],
-                            "after": after.total, "rubric_before": before[1],
-                            "diff": scoring.diff(before[2], after.score)})
-    s.flush()
-    return {"rubric_version": str(rubric.version), "rescored": count, "changed": changed}
-
-
-def gradebook(s: Session, assignment: Assignment) -> list[dict]:
-    """A row per roster student: the submission that counts under the rubric policy ("best" or "last")."""
-    policy = scoring.policy()
-    by_student: dict[int, list] = {}
-    for sub in list_submissions(s, assignment, limit=10**9):
-        result = latest_result(s, sub)
-        row = score_of(s, result) if result else None
-        by_student.setdefault(sub.student_id, []).append(
-            {"submission": sub.id, "submitted_at": sub.created_at, "status": sub.status, "sha256": sub.sha256,
-             "score": row.score if row else None})
-    rows = []
-    for student in list_students(s):
-        subs = by_student.get(student.id, [])
-        if policy is not None:
-            from rubric import counted_submission
-            counted = counted_submission(subs, policy)
-        else:
-            counted = subs[-1] if subs else None
-        rows.append({"student": student.username, "name": student.name, "submissions": len(subs),
-                     **(counted or {"submission": None, "submitted_at": None, "status": None, "sha256": None,
-                                    "score": None})})
-    return rows

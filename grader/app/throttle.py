@@ -1,4 +1,5 @@
-"""Failed sign-ins slow the one who fails, per client address and per account, with a doubling wait.
+"""Rate limits, counted as rate events in the store: uploads per student in a window, and failed sign-ins, which slow
+the one who fails, per client address and per account, with a doubling wait.
 
 A wait never stops the right credential from another address (and for tokens, from any address): counting
 failures per account alone let anyone lock any roster id out with ten wrong tokens.
@@ -7,11 +8,10 @@ import hashlib
 from datetime import timedelta
 
 from flask import request
-from sqlalchemy import select
+from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
-from .models import utcnow
-from .models import RateEvent
+from .models import RateEvent, utcnow
 
 KEY_CHARS = 120  # rate_events.key is 128 characters
 
@@ -39,3 +39,26 @@ def wait_s(s: Session, event_key: str, free: int, first_s: float, window_s: floa
     wait = min(window_s, first_s * 2 ** min(len(times) - free, 30))
     left = (times[-1] + timedelta(seconds=wait) - now).total_seconds()
     return left if left > 0 else None
+
+
+def rate_limited(s: Session, key: str, limit: int, window_s: float) -> float | None:
+    """Seconds until `key` may act again when it already acted `limit` times in the window, else None."""
+    now = utcnow()
+    since = now - timedelta(seconds=window_s)
+    times = list(s.scalars(select(RateEvent.at).where(RateEvent.key == key, RateEvent.at > since)
+                           .order_by(RateEvent.at)))
+    if limit <= 0 or len(times) < limit:
+        return None
+    return max(1.0, (times[-limit] + timedelta(seconds=window_s) - now).total_seconds())
+
+
+def record_event(s: Session, key: str, keep_s: float = 86400.0) -> None:
+    """Count one action under `key`, and forget this key's actions older than keep_s."""
+    now = utcnow()
+    s.execute(delete(RateEvent).where(RateEvent.key == key, RateEvent.at < now - timedelta(seconds=keep_s)))
+    s.add(RateEvent(key=key, at=now))
+    s.flush()
+
+
+def clear_events(s: Session, key: str) -> None:
+    s.execute(delete(RateEvent).where(RateEvent.key == key))

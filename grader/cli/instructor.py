@@ -20,8 +20,8 @@ def instructor():
               help="Asked for when not given (at least 10 characters); stored only as a salted hash.")
 def instructor_create(username, name, password):
     """Create an instructor account."""
-    from ..app import store_web
-    or_fail(lambda s: store_web.create_instructor(s, username, password, name))
+    from ..app import accounts
+    or_fail(lambda s: accounts.create_instructor(s, username, password, name))
     click.echo(f"created instructor {username}")
 
 
@@ -30,8 +30,8 @@ def instructor_create(username, name, password):
 @click.option("--password", prompt=True, hide_input=True, confirmation_prompt=True)
 def instructor_password(username, password):
     """Set a new password for an instructor."""
-    from ..app import store_web
-    or_fail(lambda s: store_web.set_instructor_password(s, username, password))
+    from ..app import accounts
+    or_fail(lambda s: accounts.set_instructor_password(s, username, password))
     click.echo(f"password changed for {username}")
 
 

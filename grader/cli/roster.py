@@ -5,7 +5,6 @@ the API when a server or token is given (option, GRADER_SERVER/GRADER_TOKEN or t
 straight into this host's database. Either way the CSV is checked first (grader.client.batch.read_roster), and the
 options, error handling and exit codes are the client's (client.py).
 """
-import csv
 from pathlib import Path
 
 import click
@@ -26,8 +25,8 @@ def roster():
 @click.option("--email", default="")
 def roster_add(username, name, email):
     """Add one student."""
-    from ..app import store
-    or_fail(lambda s: store.add_student(s, username, name, email))
+    from ..app import accounts
+    or_fail(lambda s: accounts.add_student(s, username, name, email))
     click.echo(f"added {username}")
 
 
@@ -51,21 +50,10 @@ def roster_import(path, server, token):
         added, existing = batch.import_roster(make_client(server, token), rows)
         click.echo(f"added {len(added)} student(s); {len(existing)} already on the roster")
     else:
-        click.echo(f"added {import_local(path)} student(s)")
+        click.echo(f"added {import_local(rows)} student(s)")
 
 
-def import_local(path) -> int:
-    """Add the CSV's students that this host's database does not have yet; returns how many were added."""
-    from ..app import store
-
-    def add_all(s):
-        added = 0
-        with open(path, newline="") as fh:
-            for row in csv.DictReader(fh):
-                try:
-                    store.get_student(s, row["username"])
-                except store.NotFound:
-                    store.add_student(s, row["username"], row.get("name") or "", row.get("email") or "")
-                    added += 1
-        return added
-    return or_fail(add_all)
+def import_local(rows) -> int:
+    """Add the roster rows' students that this host's database does not have yet; returns how many were added."""
+    from ..app import accounts
+    return or_fail(lambda s: sum(row["new"] for row in accounts.import_roster(s, rows, tokens=False)))

@@ -101,13 +101,12 @@ def token():
 @click.option("--label", default="", help="A note saying whose or what for.")
 def token_create(role, username, label):
     """Create a token and print it."""
-    from ..app import store
-    from ..app.auth import issue_token
+    from ..app.accounts import get_student, issue_token
     if bool(role) == bool(username):
         raise click.UsageError("give exactly one of --instructor or --student USERNAME")
 
     def create(s):
-        student = store.get_student(s, username) if username else None
+        student = get_student(s, username) if username else None
         return issue_token(s, "student" if username else "instructor", student, label)[1]
     click.echo(or_fail(create))
 
@@ -115,7 +114,7 @@ def token_create(role, username, label):
 @token.command("list")
 def token_list():
     """List tokens (ids, roles, students; never the secrets)."""
-    from ..app.auth import list_tokens
+    from ..app.accounts import list_tokens
 
     def rows(s):
         return [(t.id, t.role, t.student.username if t.student else "-", t.label,
@@ -128,7 +127,7 @@ def token_list():
 @click.argument("token_id", type=int)
 def token_revoke(token_id):
     """Revoke the token with id TOKEN_ID."""
-    from ..app.auth import revoke_token
+    from ..app.accounts import revoke_token
     if not in_session(lambda s: revoke_token(s, token_id)):
         raise click.ClickException(f"no active token {token_id}")
     click.echo(f"revoked token {token_id}")

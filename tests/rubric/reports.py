@@ -1,5 +1,5 @@
 """Synthetic judge reports in the judge's shape, and stored results rescored, for the rubric tests and
-bench/rescore.py (the service rescores through grader.app.store.rescore)."""
+bench/rescore.py (the service rescores through grader.app.coursework.rescore)."""
 from rubric import diff_scores, diff_totals, score
 
 

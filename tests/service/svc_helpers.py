@@ -47,17 +47,17 @@ class Course:
 
 def make_course(app, slug="cap", checks=FAST_CHECKS, **fields) -> Course:
     """Create the assignment, the students alice and bob, and tokens for them and an instructor."""
-    from grader.app import store
-    from grader.app.auth import issue_token
+    from grader.app import accounts, store
+    from grader.app.accounts import issue_token
     from grader.app.db import get_db
     with app.app_context(), get_db(app).session() as s:
         store.create_assignment(s, slug, title="Capstone", checks=list(checks), **fields)
         tokens = {"instructor": issue_token(s, "instructor")[1]}
         for name in ("alice", "bob"):
             try:
-                student = store.get_student(s, name)
+                student = accounts.get_student(s, name)
             except store.NotFound:
-                student = store.add_student(s, name, name.title())
+                student = accounts.add_student(s, name, name.title())
             tokens[name] = issue_token(s, "student", student)[1]
     return Course(slug, tokens["instructor"], tokens["alice"], tokens["bob"])
 

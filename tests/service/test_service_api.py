@@ -108,7 +108,7 @@ def test_a_missing_or_unknown_token_is_401(sqlite_app, headers):
 
 
 def test_a_revoked_token_stops_working(sqlite_app):
-    from grader.app.auth import list_tokens, revoke_token
+    from grader.app.accounts import list_tokens, revoke_token
     course = make_course(sqlite_app)
     client = sqlite_app.test_client()
     assert client.get("/api/v1/me", headers=Course.auth(course.bob)).get_json() == {"role": "student", "student": "bob"}
@@ -118,7 +118,7 @@ def test_a_revoked_token_stops_working(sqlite_app):
 
 
 def test_tokens_are_stored_hashed(sqlite_app):
-    from grader.app.auth import list_tokens
+    from grader.app.accounts import list_tokens
     course = make_course(sqlite_app)
     with get_db(sqlite_app).Session() as s:
         stored = {t.token_hash for t in list_tokens(s)}

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
-from grader.app import store
-from grader.app.auth import issue_token
+from grader.app import accounts, store
+from grader.app.accounts import issue_token
 from grader.registry import check_ids
 from grader.app.db import get_db
 from grader.app.models import Attempt, Result, Submission
@@ -91,7 +91,7 @@ def cluster(pg_url, tmp_path_factory):
     course = make_course(app, "cap", E2E_CHECKS)
     with get_db(app).session() as s:
         store.create_assignment(s, "burst", title="Burst", checks=["split_heads"])
-        burst_tokens = [issue_token(s, "student", store.add_student(s, f"s{n:02d}"))[1] for n in range(BURST_STUDENTS)]
+        burst_tokens = [issue_token(s, "student", accounts.add_student(s, f"s{n:02d}"))[1] for n in range(BURST_STUDENTS)]
     server = LiveServer(app).start()
     workers = {"a": Worker("a", env, workdir, beat=True), "b": Worker("b", env, workdir)}
     try:

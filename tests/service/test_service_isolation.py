@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.app import store
+from grader.app import accounts, store
 from grader.app.db import get_db
 from grader.app.models import Submission
 from grader.sandbox.cleanup import sysv_objects
@@ -53,7 +53,7 @@ def own_prestarter():
 
 def submit(app, data: bytes) -> int:
     with app.app_context(), get_db(app).session() as s:
-        return store.create_submission(s, store.get_assignment(s, "cap"), store.get_student(s, "alice"), data,
+        return store.create_submission(s, store.get_assignment(s, "cap"), accounts.get_student(s, "alice"), data,
                                        "sub.py").submission.id
 
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select, update
 
-from grader.app import jobs, store
+from grader.app import accounts, jobs, store
 from grader.app.db import get_db
-from grader.app.models import Attempt, Result, Submission
+from grader.app.models import Attempt, Result, Submission, utcnow
 from worker import grading
 
 from .svc_helpers import fake_report, judge_returning
@@ -21,7 +21,7 @@ PASS = fake_report({"split_heads": "pass", "rope": "pass"})
 
 def submit(app, data=REFERENCE, student="alice", slug="cap") -> int:
     with app.app_context(), get_db(app).session() as s:
-        up = store.create_submission(s, store.get_assignment(s, slug), store.get_student(s, student), data, "sub.py")
+        up = store.create_submission(s, store.get_assignment(s, slug), accounts.get_student(s, student), data, "sub.py")
         return up.submission.id
 
 
@@ -44,7 +44,7 @@ def age_heartbeat(app, sid, seconds=60):
     """Make the running attempt look dead (its heartbeat stopped `seconds` ago)."""
     with get_db(app).session() as s:
         s.execute(update(Submission).where(Submission.id == sid)
-                  .values(heartbeat_at=store.utcnow() - timedelta(seconds=seconds)))
+                  .values(heartbeat_at=utcnow() - timedelta(seconds=seconds)))
 
 
 def test_a_claim_is_exclusive_and_a_done_submission_is_never_claimed_again(app, course):
@@ -164,10 +164,10 @@ def test_the_sweeper_requeues_dead_and_lost_jobs_only(app, course):
     claim(app, dead)
     age_heartbeat(app, dead)
     with get_db(app).session() as s:
-        old = store.utcnow() - timedelta(seconds=120)
+        old = utcnow() - timedelta(seconds=120)
         s.execute(update(Submission).values(enqueued_at=old))
         s.execute(update(Submission).where(Submission.id == waiting)
-                  .values(not_before=store.utcnow() + timedelta(seconds=60)))
+                  .values(not_before=utcnow() + timedelta(seconds=60)))
         in_broker = {s.get(Submission, present).task_id}
     with get_db(app).Session() as s:
         resend = dict(jobs.sweep(s, app.config["LEASE_S"], 30, in_broker, app.config["MAX_ATTEMPTS"]))

@@ -23,11 +23,11 @@ def web_app(tmp_path, monkeypatch):
 @pytest.fixture
 def course(web_app):
     """Assignment 'cap', students alice and bob with tokens, and the instructor account prof."""
-    from grader.app import store_web
+    from grader.app import accounts
     from grader.app.db import get_db
     c = make_course(web_app)
     with web_app.app_context(), get_db(web_app).session() as s:
-        store_web.create_instructor(s, "prof", PASSWORD, "Prof. Ada")
+        accounts.create_instructor(s, "prof", PASSWORD, "Prof. Ada")
     return c
 
 

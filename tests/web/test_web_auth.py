@@ -27,7 +27,7 @@ def test_a_wrong_pair_is_refused(client, course, username, token, why):
 
 
 def test_a_revoked_token_ends_the_students_session(web_app, client, course):
-    from grader.app.auth import revoke_token
+    from grader.app.accounts import revoke_token
     from grader.app.db import get_db
     from grader.app.models import Student, Token
     sign_in_student(client, "alice", course.alice)

@@ -79,8 +79,8 @@ def site(pg_url, chromium, tmp_path_factory):
     """The app on a port, a redis-server of its own and one worker, on the session's PostgreSQL database."""
     from sqlalchemy import text
 
-    from grader.app import store, store_web
-    from grader.app.auth import issue_token
+    from grader.app import accounts, store
+    from grader.app.accounts import issue_token
     from grader.app.db import get_db
     workdir = tmp_path_factory.mktemp("web-cluster")
     app, redis, env = cluster_app(pg_url, workdir, SETTINGS, secret_key="browser-test")
@@ -89,8 +89,8 @@ def site(pg_url, chromium, tmp_path_factory):
     course = make_course(app, "cap", RESULT_CHECKS)
     with get_db(app).session() as s:
         store.create_assignment(s, "quick", title="Quick checks", checks=QUICK_CHECKS)
-        store_web.create_instructor(s, "prof", PASSWORD, "Prof. Ada")
-        course.carol = issue_token(s, "student", store.add_student(s, "carol", "Carol"))[1]
+        accounts.create_instructor(s, "prof", PASSWORD, "Prof. Ada")
+        course.carol = issue_token(s, "student", accounts.add_student(s, "carol", "Carol"))[1]
     server = LiveServer(app).start()
     worker = Worker("web", env, workdir)
     try:

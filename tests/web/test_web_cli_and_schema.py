@@ -18,7 +18,7 @@ def cli_env(tmp_path, monkeypatch):
 
 
 def test_instructor_create_stores_a_hash_and_signs_in(cli_env):
-    from grader.app import store_web
+    from grader.app import accounts
     from grader.cli import main
     from grader.cli.local import in_session
     runner = CliRunner()
@@ -27,9 +27,9 @@ def test_instructor_create_stores_a_hash_and_signs_in(cli_env):
     assert runner.invoke(main, ["instructor", "create", "ada", "--password", "another long one"]).exit_code != 0
     short = runner.invoke(main, ["instructor", "create", "bo", "--password", "short"])
     assert short.exit_code != 0 and "at least 10 characters" in short.output
-    assert in_session(lambda s: store_web.authenticate_instructor(s, "ada", "long enough pw") is not None)
+    assert in_session(lambda s: accounts.authenticate_instructor(s, "ada", "long enough pw") is not None)
     assert runner.invoke(main, ["instructor", "password", "ada", "--password", "a new password"]).exit_code == 0
-    assert in_session(lambda s: store_web.authenticate_instructor(s, "ada", "a new password") is not None)
+    assert in_session(lambda s: accounts.authenticate_instructor(s, "ada", "a new password") is not None)
     listed = runner.invoke(main, ["instructor", "list"])
     assert "ada\tAda\tactive" in listed.output and "long enough" not in listed.output
 

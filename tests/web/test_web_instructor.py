@@ -152,7 +152,7 @@ def test_a_roster_import_issues_tokens_that_sign_in(web_app, prof):
 
 
 @pytest.mark.parametrize("text, message", [("name\nx\n", "needs a header row with a 'username' column"),
-                                           ("username\nx\nx\n", "Line 3: 'x' appears twice"),
+                                           ("username\nx\nx\n", "Line 3: username x is already on line 2"),
                                            ("", "Choose a CSV file")])
 def test_a_bad_roster_is_refused_with_the_reason(web_app, prof, text, message):
     r = prof.post("/instructor/roster", data={"csrf_token": csrf(prof, "/instructor/roster"), "text": text})

@@ -37,7 +37,7 @@ def test_a_bad_upload_shows_what_is_wrong_and_stores_nothing(web_app, alice, fie
 
 
 def test_an_upload_with_a_report_is_queued_and_the_status_page_polls(web_app, alice):
-    from grader.app import store_web
+    from grader.app import coursework
     from grader.app.db import get_db
     from grader.app.models import Submission
     r = upload(alice, report=(PDF, "report.pdf"))
@@ -51,7 +51,7 @@ def test_an_upload_with_a_report_is_queued_and_the_status_page_polls(web_app, al
     status = alice.get("/submissions/1/status.json").get_json()
     assert status["status"] == "queued" and status["queue_position"] == 1 and not status["finished"]
     with web_app.app_context(), get_db(web_app).session() as s:
-        report = store_web.report_of(s, s.get(Submission, 1))
+        report = coursework.report_of(s, s.get(Submission, 1))
         assert report.kind == "pdf" and report.content == PDF
 
 
@@ -138,11 +138,11 @@ def test_failed_sign_ins_are_rate_limited(web_app, client, course):
 
 
 def test_an_unexpected_error_shows_no_traceback(web_app, alice, monkeypatch):
-    from grader.app import store_web
+    from grader.app import coursework
 
     def broken(*args, **kwargs):
         raise RuntimeError("secret internals /etc/passwd")
-    monkeypatch.setattr(store_web, "submission_rows", broken)
+    monkeypatch.setattr(coursework, "submission_rows", broken)
     r = alice.get("/submissions")
     body = r.get_data(as_text=True)
     assert r.status_code == 500 and "Something went wrong on our side" in body

@@ -1,21 +1,56 @@
 """The JSON API under /api/v1: everything the pages and the CLI do, authenticated by bearer token."""
 import math
+from functools import wraps
 
 from flask import Blueprint, Response, current_app, g, jsonify, request, url_for
+from sqlalchemy import text
 
 from ...source import MAX_BYTES, Rejected
-from .. import scoring, store
-from ..auth import AuthError, issue_token, require
+from .. import accounts, coursework, scoring, store
 from ...registry import check_ids
 from ..db import session
-from ..files import content_disposition
+from ..files import content_disposition, submission_file
 from ..models import Submission
+from ..queue import commit_and_send
+from .openapi import document
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
 INSTRUCTOR = "instructor"
 
 
-# ---------------------------------------------------------------- errors
+# ---------------------------------------------------------------- tokens and errors
+
+class AuthError(Exception):
+    """No valid token (401), or a token of the wrong role or student (403)."""
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status, self.message = status, message
+
+
+def bearer_token() -> str | None:
+    header = request.headers.get("Authorization", "")
+    scheme, _, value = header.partition(" ")
+    return value.strip() if scheme.lower() == "bearer" and value.strip() else None
+
+
+def require(*roles):
+    """View decorator: a valid token (of one of `roles`, when given); sets g.principal."""
+    def decorate(view):
+        @wraps(view)
+        def wrapper(*args, **kwargs):
+            plain = bearer_token()
+            if plain is None:
+                raise AuthError(401, "missing token: send 'Authorization: Bearer <token>'")
+            principal = accounts.authenticate(session(), plain)
+            if principal is None:
+                raise AuthError(401, "unknown or revoked token")
+            if roles and principal.role not in roles:
+                raise AuthError(403, f"this needs a {' or '.join(roles)} token")
+            g.principal = principal
+            return view(*args, **kwargs)
+        return wrapper
+    return decorate
+
 
 def error(http_status: int, code: str, message: str, **extra):
     """A JSON error body with a machine code and a message for people."""
@@ -79,26 +114,19 @@ def progress(sub: Submission) -> dict | None:
 def result_json(s, sub: Submission, result) -> dict:
     """A result with its score; for a student without the seed, and scores as the student may see them."""
     instructor = g.principal.is_instructor
-    if instructor:
-        view = lambda scored: scored  # noqa: E731
-    else:
-        from ..store_web import released_keys  # the pages' releases apply to the API too
-        released = released_keys(s, sub.assignment)
-        view = lambda scored: scoring.for_student(scored, released)  # noqa: E731
+    released = None if instructor else coursework.released_keys(s, sub.assignment)  # the pages' releases apply too
     report = dict(result.report)
-    row = store.score_of(s, result)
-    scored = view(row.score) if row else None
+    row = coursework.score_of(s, result)
+    scored = row.score if row else None
+    if not instructor:
+        scored = coursework.student_score(s, sub, scored, released)
     d = {"submission": sub.id, "request": result.request, "created_at": iso(result.created_at),
          "grader_version": result.grader_version, "report": report, "score": scored,
          "rubric_version": row.rubric_version if row else None}
-    if result.request > 1:
-        earlier = [r for r in store.results_of(s, sub) if r.request < result.request]
-        if earlier:
-            before_row = store.score_of(s, earlier[-1])
-            before = view(before_row.score) if before_row else None
-            d["previous"] = {"request": earlier[-1].request, "total": before["total"] if before else None,
-                             "max": before["max"] if before else None}
-            d["diff"] = scoring.diff(before, scored)
+    previous = coursework.previous_score(s, sub, result, for_student=not instructor, released=released)
+    if previous is not None:
+        d["previous"] = {key: previous[key] for key in ("request", "total", "max")}
+        d["diff"] = scoring.diff(previous["score"], scored)
     if instructor:
         d["options"] = result.options
         d["attempt"] = result.attempt
@@ -128,14 +156,12 @@ def body() -> dict:
 
 @bp.get("/openapi.json")
 def openapi():
-    from .openapi import document
     return jsonify(document())
 
 
 @bp.get("/health")
 def health():
     """Liveness: the database answers."""
-    from sqlalchemy import text
     session().execute(text("SELECT 1"))
     return jsonify({"status": "ok"})
 
@@ -193,11 +219,8 @@ def submit(slug):
     except Rejected as exc:
         status = 413 if len(data) > MAX_BYTES else 422
         return error(status, "rejected", f"{filename}: {exc}")
-    s.commit()
     sub = upload.submission
-    if upload.created:
-        from worker.queue import send_grading
-        send_grading(current_app, sub.id, sub.task_id)
+    commit_and_send(current_app, s, [sub] if upload.created else [])
     d = submission_json(s, sub)
     d["duplicate"] = upload.duplicate
     if not upload.created:
@@ -216,10 +239,10 @@ def upload_student(s):
     if g.principal.is_instructor:
         if not named:
             raise store.StoreError("an instructor upload names the student: form field or query parameter 'student'")
-        return store.get_student(s, named)
+        return accounts.get_student(s, named)
     if named and named != g.principal.username:
         raise AuthError(403, "a student token can only submit for its own student")
-    return store.get_student(s, g.principal.username)
+    return accounts.get_student(s, g.principal.username)
 
 
 def upload_bytes() -> tuple[bytes, str]:
@@ -241,9 +264,9 @@ def list_submissions(slug):
     assignment = store.get_assignment(s, slug)
     student = None
     if not g.principal.is_instructor:
-        student = store.get_student(s, g.principal.username)
+        student = accounts.get_student(s, g.principal.username)
     elif request.args.get("student"):
-        student = store.get_student(s, request.args["student"])
+        student = accounts.get_student(s, request.args["student"])
     limit = min(count_arg("limit", 1000), 1000)
     subs = store.list_submissions(s, assignment, student, request.args.get("status"), limit, count_arg("offset", 0))
     return jsonify([submission_json(s, sub) for sub in subs])
@@ -282,9 +305,7 @@ def get_submission(submission_id):
 @bp.get("/submissions/<int:submission_id>/file")
 @require()
 def get_file(submission_id):
-    sub = visible_submission(session(), submission_id)
-    return Response(sub.content, mimetype="text/x-python",
-                    headers={"Content-Disposition": content_disposition(sub.filename)})
+    return submission_file(visible_submission(session(), submission_id))
 
 
 @bp.get("/submissions/<int:submission_id>/result")
@@ -324,9 +345,7 @@ def list_attempts(submission_id):
 def regrade(submission_id):
     s = session()
     sub = store.request_regrade(s, visible_submission(s, submission_id))
-    s.commit()
-    from worker.queue import send_grading
-    send_grading(current_app, sub.id, sub.task_id)
+    commit_and_send(current_app, s, [sub])
     return jsonify(submission_json(s, sub)), 202
 
 
@@ -335,14 +354,8 @@ def regrade(submission_id):
 def regrade_assignment(slug):
     """Regrade every student's latest submission that is not already queued or running."""
     s = session()
-    subs = [sub for sub in store.latest_submissions(s, store.get_assignment(s, slug)).values()
-            if sub.status in ("done", "failed")]
-    for sub in subs:
-        store.request_regrade(s, sub)
-    s.commit()
-    from worker.queue import send_grading
-    for sub in subs:
-        send_grading(current_app, sub.id, sub.task_id)
+    subs = store.regrade_latest(s, store.get_assignment(s, slug))
+    commit_and_send(current_app, s, subs)
     return jsonify({"queued": [sub.id for sub in subs]}), 202
 
 
@@ -351,7 +364,7 @@ def regrade_assignment(slug):
 def set_manual(submission_id):
     s = session()
     sub = visible_submission(s, submission_id)
-    row = store.set_manual(s, sub, body())
+    row = coursework.set_manual(s, sub, body())
     s.commit()
     return jsonify({"submission": sub.id, "manual": sub.manual, "score": row.score if row else None})
 
@@ -363,7 +376,7 @@ def rescore():
     s = session()
     data = request.get_json(silent=True) or {}
     assignment = store.get_assignment(s, data["assignment"]) if data.get("assignment") else None
-    summary = store.rescore(s, assignment)
+    summary = coursework.rescore(s, assignment)
     s.commit()
     return jsonify(summary)
 
@@ -373,7 +386,7 @@ def rescore():
 def export(slug):
     """One row per student on the roster: the submission that counts (rubric policy) and its score."""
     s = session()
-    rows = store.gradebook(s, store.get_assignment(s, slug))
+    rows = coursework.gradebook(s, store.get_assignment(s, slug))
     if request.args.get("format", "json") == "csv":
         from rubric import gradebook_csv
         return Response(gradebook_csv(rows), mimetype="text/csv",
@@ -385,7 +398,7 @@ def export(slug):
 @require(INSTRUCTOR)
 def list_students():
     return jsonify([{"username": st.username, "name": st.name, "email": st.email}
-                    for st in store.list_students(session())])
+                    for st in accounts.list_students(session())])
 
 
 @bp.post("/students")
@@ -393,7 +406,7 @@ def list_students():
 def add_student():
     data = body()
     s = session()
-    st = store.add_student(s, data.get("username", ""), data.get("name", ""), data.get("email", ""))
+    st = accounts.add_student(s, data.get("username", ""), data.get("name", ""), data.get("email", ""))
     s.commit()
     return jsonify({"username": st.username, "name": st.name, "email": st.email}), 201
 
@@ -403,8 +416,9 @@ def add_student():
 def student_token(username):
     """A new token for the student; the plain text appears in this response only."""
     s = session()
-    student = store.get_student(s, username)
-    row, plain = issue_token(s, "student", student, label=(request.get_json(silent=True) or {}).get("label", ""))
+    student = accounts.get_student(s, username)
+    label = (request.get_json(silent=True) or {}).get("label", "")
+    row, plain = accounts.issue_token(s, "student", student, label=label)
     s.commit()
     return jsonify({"token": plain, "id": row.id, "student": username}), 201
 

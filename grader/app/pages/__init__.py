@@ -1,2 +1,12 @@
-"""The student and instructor pages."""
-from .common import init_app  # noqa: F401
+"""The student and instructor pages: a blueprint each (student.py, instructor.py), what they share in common.py."""
+from . import common, instructor, student
+
+
+def init_app(app) -> None:
+    """Register both blueprints and the helpers their templates use (their settings are in config.Defaults)."""
+    if not app.config.get("SESSION_COOKIE_SAMESITE"):
+        app.config["SESSION_COOKIE_SAMESITE"] = "Lax"
+    app.register_blueprint(student.bp)
+    app.register_blueprint(instructor.bp)
+    app.jinja_env.globals.update(csrf_token=common.csrf_token, who=common.who, status_text=common.STATUS_TEXT)
+    app.jinja_env.filters.update(when=common.when, pts=common.pts)

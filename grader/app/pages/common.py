@@ -1,5 +1,5 @@
 """What the student and instructor pages share: sign-in in the session, CSRF, per-student rate limits, error pages
-that never show a traceback, security headers and template helpers. `init_app` registers both blueprints."""
+that never show a traceback, security headers and template helpers."""
 import hmac
 import logging
 import math
@@ -10,19 +10,10 @@ from urllib.parse import urlsplit
 from flask import (Blueprint, current_app, flash, g, redirect, render_template, request, session, url_for)
 from werkzeug.exceptions import HTTPException
 
-from .. import store, store_web
+from .. import accounts, store, throttle
 from ..db import session as db_session
 
 log = logging.getLogger(__name__)
-SETTINGS = {
-    "WEB_UPLOAD_LIMIT": 6,  # uploads a student may post...
-    "WEB_UPLOAD_WINDOW_S": 60,  # ...within this many seconds (the rubric's attempts per day apply as well)
-    "WEB_SIGNIN_LIMIT": 10,  # failed sign-ins from one address, or for one account, before each waits...
-    "WEB_SIGNIN_BACKOFF_S": 1.0,  # ...this long, doubling with every further failure...
-    "WEB_SIGNIN_WINDOW_S": 300,  # ...at most this long; failures older than this are forgotten
-    "WEB_REPORT_MAX_BYTES": 10 << 20,  # a report (PDF or Markdown) may be this large
-    "WEB_POLL_S": 2.0,  # how often the status page asks for news (JavaScript), or reloads (without)
-}
 CSP = ("default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; object-src 'self'; "
        "frame-ancestors 'self'; base-uri 'none'; form-action 'self'")
 STATUS_TEXT = {"queued": "Queued", "running": "Running", "done": "Graded", "failed": "Could not be graded"}
@@ -36,19 +27,6 @@ class RateLimited(Exception):
     def __init__(self, message: str, retry_after: float):
         super().__init__(message)
         self.message, self.retry_after = message, retry_after
-
-
-def init_app(app) -> None:
-    """Settings, the student and instructor blueprints, and the helpers their templates use."""
-    from . import instructor, student
-    for key, value in SETTINGS.items():
-        app.config.setdefault(key, value)
-    if not app.config.get("SESSION_COOKIE_SAMESITE"):
-        app.config["SESSION_COOKIE_SAMESITE"] = "Lax"
-    app.register_blueprint(student.bp)
-    app.register_blueprint(instructor.bp)
-    app.jinja_env.globals.update(csrf_token=csrf_token, who=who, status_text=STATUS_TEXT)
-    app.jinja_env.filters.update(when=when, pts=pts)
 
 
 def setup_blueprint(bp: Blueprint) -> Blueprint:
@@ -129,9 +107,9 @@ def who() -> dict | None:
     if data is not None:
         s = db_session()
         if data.get("role") == "student":
-            valid = store_web.token_active(s, data.get("token_id"))
+            valid = accounts.token_active(s, data.get("token_id"))
         else:
-            valid = store_web.active_instructor(s, data.get("id")) is not None
+            valid = accounts.active_instructor(s, data.get("id")) is not None
         if not valid:
             session.pop("who", None)
             data = None
@@ -170,14 +148,14 @@ def safe_next(target: str | None, default: str) -> str:
 def check_rate(key: str, limit_setting: str, window_setting: str, what: str) -> None:
     """RateLimited when `key` already acted the configured number of times in the window."""
     cfg = current_app.config
-    wait = store_web.rate_limited(db_session(), key, int(cfg[limit_setting]), float(cfg[window_setting]))
+    wait = throttle.rate_limited(db_session(), key, int(cfg[limit_setting]), float(cfg[window_setting]))
     if wait is not None:
         raise RateLimited(f"{what}: please wait {wait:.0f} s and try again.", wait)
 
 
 def count_rate(key: str) -> None:
     s = db_session()
-    store_web.record_event(s, key)
+    throttle.record_event(s, key)
     s.commit()
 
 
@@ -190,7 +168,6 @@ def guarded_sign_in(key: str, too_many: str, wrong: str, authenticate, page, che
     hammered. With check_first (unguessable tokens) it signs in from the failing address too; without it
     (passwords, which can be guessed) that address waits out its backoff before anything it sends is checked.
     """
-    from .. import throttle
     cfg, s = current_app.config, db_session()
     limits = (int(cfg["WEB_SIGNIN_LIMIT"]), float(cfg["WEB_SIGNIN_BACKOFF_S"]), float(cfg["WEB_SIGNIN_WINDOW_S"]))
     key, address = throttle.fit(key), throttle.address_key()
@@ -199,12 +176,12 @@ def guarded_sign_in(key: str, too_many: str, wrong: str, authenticate, page, che
         return None, _too_many(page, "Too many failed sign-ins from your address", address_wait)
     row = authenticate(s)
     if row is not None:
-        store_web.clear_events(s, key)  # not the address's: one valid account must not reset a guesser's count
+        throttle.clear_events(s, key)  # not the address's: one valid account must not reset a guesser's count
         s.commit()
         return row, None
     account_wait = throttle.wait_s(s, key, *limits)
     for k in (address, key):
-        store_web.record_event(s, k)
+        throttle.record_event(s, k)
     s.commit()
     if address_wait or account_wait:
         return None, _too_many(page, too_many if account_wait else "Too many failed sign-ins from your address",

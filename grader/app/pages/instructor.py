@@ -6,10 +6,12 @@ import io
 from flask import (Blueprint, Response, abort, current_app, flash, jsonify, redirect, render_template, request,
                    url_for)
 
-from .. import scoring, store, store_web
+from ...roster import RosterError, parse_roster
+from .. import accounts, coursework, scoring, store
 from ..db import session
-from ..files import content_disposition
-from ..models import STATUSES, Submission
+from ..files import content_disposition, submission_file
+from ..models import SUBMISSION_STATUSES, Submission
+from ..queue import commit_and_send
 from .student import report_response
 from .common import (form_number, guarded_sign_in, safe_next, setup_blueprint, sign_in, sign_out,
                   signed_in, who)
@@ -21,7 +23,7 @@ ROSTER_MAX_BYTES = 1 << 20
 
 
 def instructor():
-    return store_web.active_instructor(session(), who()["id"])
+    return accounts.active_instructor(session(), who()["id"])
 
 
 def get_sub(submission_id: int) -> Submission:
@@ -40,7 +42,7 @@ def signin():
     row, failure = guarded_sign_in(
         f"signin:instructor:{username}", "Too many failed sign-ins for this username",
         "Unknown username or wrong password.",
-        lambda s: store_web.authenticate_instructor(s, username, password),
+        lambda s: accounts.authenticate_instructor(s, username, password),
         lambda error: render_template("instructor/signin.html", username=username, error=error))
     if failure:
         return failure
@@ -63,10 +65,10 @@ def dashboard_filters() -> tuple[dict, list[str]]:
     f = {"assignment": args.get("assignment", ""), "student": args.get("student", "").strip(),
          "status": args.get("status", ""), "min": args.get("min", ""), "max": args.get("max", ""),
          "sort": args.get("sort", "submitted"), "order": args.get("order", "desc")}
-    if f["status"] and f["status"] not in STATUSES:
+    if f["status"] and f["status"] not in SUBMISSION_STATUSES:
         problems.append(f"unknown status {f['status']!r}")
         f["status"] = ""
-    if f["sort"] not in store_web.SORTS:
+    if f["sort"] not in coursework.SORTS:
         f["sort"] = "submitted"
     for bound in ("min", "max"):
         try:
@@ -89,11 +91,11 @@ def dashboard():
             assignment = store.get_assignment(s, f["assignment"])
         except store.NotFound:
             problems.append(f"no assignment {f['assignment']!r}")
-    rows = store_web.submission_rows(s, assignment, f["student"] or None, f["status"] or None,
+    rows = coursework.submission_rows(s, assignment, f["student"] or None, f["status"] or None,
                                      min_score=f["min_value"], max_score=f["max_value"], sort=f["sort"],
                                      descending=f["order"] != "asc")
     return render_template("instructor/dashboard.html", rows=rows, f=f, problems=problems, assignments=assignments,
-                           counts=store.queue_counts(s), statuses=STATUSES, sorts=store_web.SORTS)
+                           counts=store.queue_counts(s), statuses=SUBMISSION_STATUSES, sorts=coursework.SORTS)
 
 
 @bp.get("/students/<username>")
@@ -101,11 +103,11 @@ def dashboard():
 def student(username):
     s = session()
     try:
-        st = store.get_student(s, username)
+        st = accounts.get_student(s, username)
     except store.NotFound:
         abort(404)
     return render_template("instructor/student.html", student=st,
-                           rows=store_web.submission_rows(s, student_id=st.id, sort="submitted"))
+                           rows=coursework.submission_rows(s, student_id=st.id, sort="submitted"))
 
 
 # ---------------------------------------------------------------- one submission
@@ -116,14 +118,14 @@ def submission(submission_id):
     s = session()
     sub = get_sub(submission_id)
     view = result_view(s, sub, for_student=False)
-    report = store_web.report_of(s, sub)
+    report = coursework.report_of(s, sub)
     report_text = None
     if report is not None and report.kind == "markdown":
         report_text = report.content.decode("utf-8", errors="replace")
     return render_template("instructor/submission.html", sub=sub, view=view, status=status_json(s, sub),
                            report=report, report_text=report_text, source=sub.content.decode("utf-8", "replace"),
                            manual=manual_form_items(view["score"], sub.manual),
-                           history=store_web.manual_history(s, sub), attempts=store.attempts_of(s, sub),
+                           history=coursework.manual_history(s, sub), attempts=store.attempts_of(s, sub),
                            results=store.results_of(s, sub), poll_s=current_app.config["WEB_POLL_S"],
                            status_url=url_for(".status", submission_id=sub.id), errors={})
 
@@ -162,7 +164,7 @@ def grade(submission_id):
     if not grades:
         flash("No changes to save.", "info")
         return redirect(url_for(".submission", submission_id=sub.id, _anchor="manual"), 303)
-    row = store_web.grade_manual(s, sub, grades, instructor())
+    row = coursework.grade_manual(s, sub, grades, instructor())
     s.commit()
     total = f" Total now {row.total:g} of {row.max:g}." if row else " It counts once the submission is graded."
     flash(f"Saved {len(grades)} manual grade{'s' * (len(grades) > 1)}.{total}", "info")
@@ -174,9 +176,7 @@ def grade(submission_id):
 def regrade(submission_id):
     s = session()
     sub = store.request_regrade(s, get_sub(submission_id))
-    s.commit()
-    from worker.queue import send_grading
-    send_grading(current_app, sub.id, sub.task_id)
+    commit_and_send(current_app, s, [sub])
     flash(f"Submission {sub.id} queued for regrading (request {sub.request}); the earlier result is kept.", "info")
     return redirect(url_for(".submission", submission_id=sub.id), 303)
 
@@ -184,7 +184,7 @@ def regrade(submission_id):
 @bp.get("/submissions/<int:submission_id>/report")
 @signed_in("instructor")
 def report(submission_id):
-    row = store_web.report_of(session(), get_sub(submission_id))
+    row = coursework.report_of(session(), get_sub(submission_id))
     if row is None:
         abort(404)
     return report_response(row, inline=request.args.get("download") is None)
@@ -193,9 +193,7 @@ def report(submission_id):
 @bp.get("/submissions/<int:submission_id>/file")
 @signed_in("instructor")
 def file(submission_id):
-    sub = get_sub(submission_id)
-    return Response(sub.content, mimetype="text/x-python",
-                    headers={"Content-Disposition": content_disposition(sub.filename)})
+    return submission_file(get_sub(submission_id))
 
 
 # ---------------------------------------------------------------- an assignment
@@ -211,11 +209,8 @@ def get_assignment(slug: str):
 @signed_in("instructor")
 def regrade_all(slug):
     s = session()
-    subs = store_web.regrade_latest(s, get_assignment(slug))
-    s.commit()
-    from worker.queue import send_grading
-    for sub in subs:
-        send_grading(current_app, sub.id, sub.task_id)
+    subs = store.regrade_latest(s, get_assignment(slug))
+    commit_and_send(current_app, s, subs)
     flash(f"Queued {len(subs)} latest submission{'s' * (len(subs) != 1)} of {slug} for regrading.", "info")
     return redirect(url_for(".dashboard", assignment=slug), 303)
 
@@ -226,7 +221,7 @@ def assignment(slug):
     """The score distribution (a histogram per category, from each student's counted submission) and releases."""
     s = session()
     a = get_assignment(slug)
-    dist = store_web.distribution(s, a)
+    dist = coursework.distribution(s, a)
     charts = [histogram(dist["total"]["values"], dist["total"]["max"], title="Total", width=720, height=230)]
     charts += [histogram(c["values"], c["max"], title=f"{c['title']} (of {c['max']:g})") for c in dist["categories"]]
     rubric = scoring.current_rubric()
@@ -238,7 +233,7 @@ def assignment(slug):
                 hidden.append({"id": cat.id, "title": cat.title, "all": len(items) == len(cat.items),
                                "items": [{"id": i.id, "title": i.title, "points": i.points} for i in items]})
     return render_template("instructor/assignment.html", a=a, dist=dist, charts=charts, hidden=hidden,
-                           released=store_web.released_keys(s, a))
+                           released=coursework.released_keys(s, a))
 
 
 @bp.post("/assignments/<slug>/releases")
@@ -246,7 +241,7 @@ def assignment(slug):
 def releases(slug):
     s = session()
     a = get_assignment(slug)
-    keys = store_web.set_releases(s, a, request.form.getlist("release"), instructor())
+    keys = coursework.set_releases(s, a, request.form.getlist("release"), instructor())
     s.commit()
     flash(f"Students of {slug} now see {len(keys)} released item{'s' * (len(keys) != 1)} or categor"
           f"{'ies' if len(keys) != 1 else 'y'} that were hidden." if keys else
@@ -258,8 +253,8 @@ def releases(slug):
 @signed_in("instructor")
 def export(slug):
     """The gradebook, as the API's export: a row per roster student, the submission that counts, its points."""
-    from rubric import gradebook_csv
-    rows = store.gradebook(session(), get_assignment(slug))
+    from rubric import gradebook_csv  # the rubric package is optional to the app (scoring.current_rubric)
+    rows = coursework.gradebook(session(), get_assignment(slug))
     return Response(gradebook_csv(rows), mimetype="text/csv",
                     headers={"Content-Disposition": content_disposition(f"{slug}.csv")})
 
@@ -269,7 +264,7 @@ def export(slug):
 @bp.get("/roster")
 @signed_in("instructor")
 def roster():
-    return render_template("instructor/roster.html", students=store.list_students(session()), issued=None,
+    return render_template("instructor/roster.html", students=accounts.list_students(session()), issued=None,
                            error=None)
 
 
@@ -293,12 +288,14 @@ def roster_import():
         error = None if text.strip() else "Choose a CSV file (or paste its text) with a header row: username,name,email."
     if error is None:
         try:
-            issued = store_web.import_roster(s, text, reissue=bool(request.form.get("reissue")))
+            issued = accounts.import_roster(s, parse_roster(text), reissue=bool(request.form.get("reissue")))
+        except RosterError as exc:
+            error = str(exc)[0].upper() + str(exc)[1:] + "."
         except store.StoreError as exc:
             s.rollback()
             error = exc.message[0].upper() + exc.message[1:] + "."
     if error is not None:
-        return render_template("instructor/roster.html", students=store.list_students(s), issued=None,
+        return render_template("instructor/roster.html", students=accounts.list_students(s), issued=None,
                                error=error), 422
     s.commit()
     if request.form.get("as") == "csv":
@@ -311,4 +308,4 @@ def roster_import():
                 writer.writerow([text_cell(row["username"]), text_cell(row["name"]), row["token"]])
         return Response(out.getvalue(), mimetype="text/csv",
                         headers={"Content-Disposition": 'attachment; filename="tokens.csv"'})
-    return render_template("instructor/roster.html", students=store.list_students(s), issued=issued, error=None)
+    return render_template("instructor/roster.html", students=accounts.list_students(s), issued=issued, error=None)

@@ -6,7 +6,7 @@ import re
 from sqlalchemy.orm import Session
 
 from ...registry import hint
-from .. import scoring, store, store_web
+from .. import coursework, scoring, store
 from ..api.routes import progress
 from ..models import Submission
 from .charts import loss_chart
@@ -87,13 +87,13 @@ def result_view(s: Session, sub: Submission, for_student: bool) -> dict:
     """Everything a result page shows about the submission's latest result (none while it has no result)."""
     result = store.latest_result(s, sub)
     view = {"result": result, "score": None, "checks": [], "loss_chart": None, "training": None,
-            "previous": None, "released": store_web.released_keys(s, sub.assignment)}
+            "previous": None, "released": coursework.released_keys(s, sub.assignment)}
     if result is None:
         return view
-    row = store.score_of(s, result)
+    row = coursework.score_of(s, result)
     scored = row.score if row else None
     if for_student:
-        scored = store_web.student_score(s, sub, scored, view["released"])
+        scored = coursework.student_score(s, sub, scored, view["released"])
     view["score"] = scored
     view["rubric_version"] = row.rubric_version if row else None
     view["checks"] = check_rows(result.report, points_by_check(scored), instructor=not for_student)
@@ -101,13 +101,9 @@ def result_view(s: Session, sub: Submission, for_student: bool) -> dict:
     if training is not None:
         view["training"] = training
         view["loss_chart"] = loss_chart(training.get("metrics") or {})
-    if result.request > 1:
-        earlier = [r for r in store.results_of(s, sub) if r.request < result.request]
-        before = store.score_of(s, earlier[-1]) if earlier else None
-        if before is not None:
-            shown = store_web.student_score(s, sub, before.score, view["released"]) if for_student else before.score
-            view["previous"] = {"request": earlier[-1].request, "total": shown["total"] if shown else None,
-                                "max": shown["max"] if shown else None}
+    previous = coursework.previous_score(s, sub, result, for_student, view["released"])
+    if previous is not None and previous["scored"]:
+        view["previous"] = previous
     view["summary"] = result.report.get("summary") or {}
     view["timings"] = result.report.get("timings") or {}
     view["current"] = sub.status == "done"
@@ -141,7 +137,7 @@ def manual_form_items(scored: dict | None, manual: dict | None) -> list[dict]:
     rubric = scoring.current_rubric()
     items = {item["id"]: item for cat in (scored or {}).get("categories", []) for item in cat["items"]}
     out = []
-    for cat, item in store_web.manual_items(rubric):
+    for cat, item in coursework.manual_items(rubric):
         grade = (manual or {}).get(item.id)
         grade = grade if isinstance(grade, dict) else {"points": grade} if grade is not None else {}
         out.append({"id": item.id, "title": item.title, "category": cat.title, "category_id": cat.id,

@@ -6,10 +6,11 @@ from flask import (Blueprint, Response, abort, current_app, flash, jsonify, redi
                    url_for)
 
 from ...source import Rejected
-from .. import scoring, store, store_web
+from .. import accounts, coursework, scoring, store
 from ..db import session
-from ..files import content_disposition
-from ..models import Submission
+from ..files import content_disposition, submission_file
+from ..models import Submission, utcnow
+from ..queue import commit_and_send
 from .common import (RateLimited, allows_upload, check_rate, count_rate, guarded_sign_in, safe_next, setup_blueprint,
                   sign_in, sign_out, signed_in, who)
 from .results import result_view, status_json
@@ -18,7 +19,7 @@ bp = setup_blueprint(Blueprint("student", __name__))
 
 
 def me():
-    return store.get_student(session(), who()["username"])
+    return accounts.get_student(session(), who()["username"])
 
 
 def own_submission(submission_id: int) -> Submission:
@@ -49,12 +50,12 @@ def signin():
     principal, failure = guarded_sign_in(
         f"signin:student:{username}", "Too many failed sign-ins for this roster id",
         "That roster id and access token do not match an active student token.",
-        lambda s: store_web.authenticate_student(s, username, token),
+        lambda s: accounts.authenticate_student(s, username, token),
         lambda error: render_template("student/signin.html", username=username, error=error),
         check_first=True)  # a token is 256 random bits: checking it even from a failing address guesses nothing
     if failure:
         return failure
-    student = store.get_student(session(), username)
+    student = accounts.get_student(session(), username)
     sign_in("student", student_id=student.id, username=username, token_id=principal.token_id,
             name=student.name or username)
     return redirect(safe_next(request.args.get("next"), url_for(".submit")), 303)
@@ -71,7 +72,7 @@ def submit_page(errors: dict | None = None, chosen: str | None = None, status: i
     s = session()
     assignments = store.list_assignments(s)
     student = me()
-    rows = store_web.submission_rows(s, student_id=student.id, limit=10)
+    rows = coursework.submission_rows(s, student_id=student.id, limit=10)
     left = attempts_left(s, student)
     return render_template("student/submit.html", assignments=assignments, errors=errors or {},
                            chosen=chosen or (assignments[0].slug if len(assignments) == 1 else ""),
@@ -85,7 +86,6 @@ def attempts_left(s, student) -> dict | None:
     if policy is None or not policy.attempts or not current_app.config["ENFORCE_ATTEMPTS"]:
         return None
     from rubric import attempts_left as left
-    from ..models import utcnow
     times = [sub.created_at for sub in store.list_submissions(s, student=student, limit=10**6)]
     return {"left": left(times, utcnow(), policy), "of": policy.attempts, "period": policy.period}
 
@@ -117,8 +117,8 @@ def submit():
     if report is not None and report.filename:
         report_data = report.read()
         try:
-            report_kind = store_web.validate_report(report_data, report.filename,
-                                                    current_app.config["WEB_REPORT_MAX_BYTES"])
+            report_kind = coursework.validate_report(report_data, report.filename,
+                                                     current_app.config["WEB_REPORT_MAX_BYTES"])
         except store.StoreError as exc:
             errors["report"] = exc.message[0].upper() + exc.message[1:] + "."
     if errors:
@@ -143,11 +143,9 @@ def submit():
         return submit_page({"form": exc.message[0].upper() + exc.message[1:] + "."}, slug, 429)
     sub = upload.submission
     if report_kind:
-        store_web.attach_report(s, sub, report_data, report.filename, report_kind)
-    s.commit()
+        coursework.attach_report(s, sub, report_data, report.filename, report_kind)
+    commit_and_send(current_app, s, [sub] if upload.created else [])
     if upload.created:
-        from worker.queue import send_grading
-        send_grading(current_app, sub.id, sub.task_id)
         flash(f"Submission {sub.id} received and queued for grading."
               + (f" It is identical to your earlier submission {sub.same_as}." if upload.duplicate else ""), "info")
     else:
@@ -158,7 +156,7 @@ def submit():
 
 def history_row(s, row: dict) -> dict:
     """A dashboard row as the student may see it: totals over visible and released items only."""
-    shown = store_web.student_score(s, row["submission"], row["score"]) if row["score"] else None
+    shown = coursework.student_score(s, row["submission"], row["score"]) if row["score"] else None
     return {**row, "total": shown["total"] if shown else None, "max": shown["max"] if shown else None,
             "score": None}
 
@@ -167,7 +165,7 @@ def history_row(s, row: dict) -> dict:
 @signed_in("student")
 def history():
     s = session()
-    rows = store_web.submission_rows(s, student_id=who()["student_id"])
+    rows = coursework.submission_rows(s, student_id=who()["student_id"])
     return render_template("student/history.html", history=[history_row(s, r) for r in rows])
 
 
@@ -176,9 +174,9 @@ def history():
 def submission(submission_id):
     s = session()
     sub = own_submission(submission_id)
-    rows = store_web.submission_rows(s, student_id=sub.student_id, limit=50)
+    rows = coursework.submission_rows(s, student_id=sub.student_id, limit=50)
     return render_template("student/submission.html", sub=sub, status=status_json(s, sub),
-                           view=result_view(s, sub, for_student=True), report=store_web.report_of(s, sub),
+                           view=result_view(s, sub, for_student=True), report=coursework.report_of(s, sub),
                            history=[history_row(s, r) for r in rows],
                            poll_s=current_app.config["WEB_POLL_S"],
                            status_url=url_for(".status", submission_id=sub.id))
@@ -193,7 +191,7 @@ def status(submission_id):
 @bp.get("/submissions/<int:submission_id>/report")
 @signed_in("student")
 def report(submission_id):
-    row = store_web.report_of(session(), own_submission(submission_id))
+    row = coursework.report_of(session(), own_submission(submission_id))
     if row is None:
         abort(404)
     return report_response(row, inline=False)
@@ -202,9 +200,7 @@ def report(submission_id):
 @bp.get("/submissions/<int:submission_id>/file")
 @signed_in("student")
 def file(submission_id):
-    sub = own_submission(submission_id)
-    return Response(sub.content, mimetype="text/x-python",
-                    headers={"Content-Disposition": content_disposition(sub.filename)})
+    return submission_file(own_submission(submission_id))
 
 
 def report_response(row, inline: bool) -> Response:

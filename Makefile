@@ -42,7 +42,8 @@ test-fast: setup
 # The browser tests take the screenshots docs/web.md shows (into tests/artifacts/); this refreshes the copies.
 screenshots: setup test-deps
 	$(BIN)/pytest -q tests/web/test_web_browser.py
-	cp tests/artifacts/web_result.png tests/artifacts/web_dashboard.png docs/screenshots/
+	cp tests/artifacts/web_result.png tests/artifacts/web_dashboard.png \
+	   tests/artifacts/web_result_phone.png tests/artifacts/web_dashboard_phone.png docs/screenshots/
 
 # The service on this machine without Docker: SQLite, a local Redis, the process sandbox, the web and a
 # worker in the background, the two reference solutions graded through the API. `make stop` stops it.

@@ -1,7 +1,9 @@
 /* Progressive enhancement only: every page works without this file.
    - the status box polls its JSON endpoint and reloads the page once grading has finished;
    - line charts get a hover readout (the server already drew them as SVG);
-   - the dashboard's filter selects apply on change. */
+   - a table too wide for the screen scrolls in its box, which then takes keyboard focus (arrow keys scroll it);
+   - the outcome of a form (the manual grades' "Saved" or "Nothing was saved") takes focus where it is shown.
+   Filters never apply on change (WCAG 3.2.2): the Filter button, or Enter, submits them. */
 (function () {
   "use strict";
 
@@ -75,17 +77,29 @@
     });
   }
 
-  function autoFilter(form) {
-    Array.prototype.forEach.call(form.querySelectorAll("select"), function (s) {
-      s.addEventListener("change", function () { form.submit(); });
-    });
+  function scrollBox(box) {
+    var scrolls = box.scrollWidth > box.clientWidth + 1;
+    if (scrolls && !box.hasAttribute("tabindex")) {
+      box.setAttribute("tabindex", "0");
+      box.setAttribute("role", "region");
+      box.setAttribute("aria-label", (box.getAttribute("data-label") || "Table") + " (scrolls sideways)");
+    } else if (!scrolls && box.hasAttribute("tabindex")) {
+      ["tabindex", "role", "aria-label"].forEach(function (a) { box.removeAttribute(a); });
+    }
   }
 
   document.addEventListener("DOMContentLoaded", function () {
     document.documentElement.classList.add("js");
     Array.prototype.forEach.call(document.querySelectorAll(".status-box[data-finished='no']"), pollStatus);
     Array.prototype.forEach.call(document.querySelectorAll("svg[data-chart='line']"), hoverLine);
-    var filters = document.getElementById("filters");
-    if (filters) autoFilter(filters);
+    var boxes = document.querySelectorAll(".table-scroll");
+    var fit = function () { Array.prototype.forEach.call(boxes, scrollBox); };
+    fit();
+    window.addEventListener("resize", fit);
+    var outcome = document.querySelector("[data-focus]");
+    if (outcome) {  // again once loaded: scrolling to the URL's #fragment may take the focus back to the page
+      outcome.focus();
+      window.addEventListener("load", function () { if (document.activeElement !== outcome) outcome.focus(); });
+    }
   });
 })();

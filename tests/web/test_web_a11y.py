@@ -1,0 +1,257 @@
+"""Every page in headless Chromium, at 1280 px and on a 390 px phone, checked by axe-core, and used by keyboard alone.
+
+The app runs on SQLite over real HTTP, graded in this process with stand-in judge reports (no worker, no training), so
+this takes seconds; test_web_browser.py runs the same checks on the pages of a real grading. Screenshots and the
+measured page widths go to tests/artifacts/.
+"""
+import json
+
+import pytest
+
+from tests.service.svc_cluster import LiveServer
+from tests.service.svc_helpers import make_app, make_course
+
+from .browser_support import assert_accessible, assert_fits, launched
+from .web_helpers import PASSWORD, REFERENCE, ROOT, graded_report, grade_now, sign_in_student, upload
+
+pytestmark = [pytest.mark.browser]
+ARTIFACTS = ROOT / "tests" / "artifacts"
+WIDTHS = {"desktop": 1280, "phone": 390}
+LONG_FILE = "my_transformer_capstone_submission_with_a_very_long_file_name_v2_final.py"
+# (name, who is signed in, path): every page of both audiences
+PAGES = [
+    ("student-signin", None, "/signin"),
+    ("student-submit", "alice", "/submit"),
+    ("student-history", "alice", "/submissions"),
+    ("student-result-failing", "alice", "/submissions/1"),
+    ("student-result", "alice", "/submissions/2"),
+    ("student-queued", "alice", "/submissions/3"),
+    ("not-found", "alice", "/submissions/999"),
+    ("instructor-signin", None, "/instructor/signin"),
+    ("instructor-dashboard", "prof", "/instructor/"),
+    ("instructor-assignment", "prof", "/instructor/assignments/cap"),
+    ("instructor-roster", "prof", "/instructor/roster"),
+    ("instructor-student", "prof", "/instructor/students/alice"),
+    ("instructor-submission", "prof", "/instructor/submissions/2"),
+]
+WIDTHS_SEEN: dict = {}
+
+
+def long_report(fail_split: bool) -> dict:
+    """The stand-in report, with a metric name and a message long enough to widen a careless page."""
+    report = graded_report(fail_split)
+    training = next(c for c in report["checks"] if c["id"] == "training")
+    training["metrics"]["held_out_exact_match_accuracy_after_greedy_decoding_with_kv_cache"] = 0.9731
+    training["message"] += " checkpoint=/sandbox/work/checkpoints/model_state_dict_after_300_steps_seed_20261129.pt"
+    return report
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    """alice: a failing and a passing graded submission (the second with a report, long names) and a queued one;
+    the hidden 'specification' category released and one of its items graded by hand; the instructor prof."""
+    from grader.app import accounts, coursework, store
+    from grader.app.db import get_db
+    tmp = tmp_path_factory.mktemp("a11y")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("GRADER_INSTANCE_PATH", str(tmp / "instance"))
+        app = make_app(f"sqlite:///{tmp}/grader.sqlite", tmp, ENFORCE_ATTEMPTS=False, WEB_POLL_S=60)
+        course = make_course(app)
+        client = app.test_client()
+        sign_in_student(client, "alice", course.alice)
+        upload(client, REFERENCE + b"# first\n", "first.py")
+        grade_now(app, 1, long_report(fail_split=True))
+        upload(client, REFERENCE + b"# second\n", LONG_FILE, report=(b"# Report\nPAD = 0; shapes (B, T, D)\n", "r.md"))
+        grade_now(app, 2, long_report(fail_split=False))
+        upload(client, REFERENCE + b"# third\n", "third.py")
+        with app.app_context(), get_db(app).session() as s:
+            prof = accounts.create_instructor(s, "prof", PASSWORD, "Prof. Ada")
+            sub = store.find_submission(s, 2)
+            coursework.grade_manual(s, sub, {"spec_contract": {"points": 6, "comment": "Shapes stated."}}, prof)
+            coursework.set_releases(s, sub.assignment, ["specification"], prof)
+            s.commit()
+        server = LiveServer(app).start()
+        with launched() as browser:
+            site = Site(browser, server.url, course)
+            yield site
+            for context in site.signed_in.values():
+                context.close()
+        server.stop()
+        get_db(app).engine.dispose()
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    (ARTIFACTS / "web_a11y_widths.json").write_text(json.dumps(WIDTHS_SEEN, indent=2, sort_keys=True))
+
+
+class Site:
+    def __init__(self, browser, url, course):
+        self.browser, self.url, self.course = browser, url, course
+        self.signed_in: dict = {}
+
+    def page(self, who: str | None, width: int):
+        """A fresh page of a context signed in as `who` (None: signed out), in a window `width` px wide."""
+        if who is None:
+            context = self.browser.new_context(viewport={"width": width, "height": 800})
+        else:
+            context = self.browser.new_context(viewport={"width": width, "height": 800},
+                                               storage_state=self.state(who))
+        page = context.new_page()
+        page.set_default_timeout(10000)
+        page.errors = []
+        page.on("pageerror", lambda exc: page.errors.append(str(exc)))
+        return page
+
+    def state(self, who: str) -> dict:
+        """The cookies of a sign-in through the form, made once per user."""
+        if who not in self.signed_in:
+            context = self.browser.new_context()
+            page = context.new_page()
+            if who == "prof":
+                page.goto(self.url + "/instructor/signin")
+                page.fill("input[name=username]", "prof")
+                page.fill("input[name=password]", PASSWORD)
+            else:
+                page.goto(self.url + "/signin")
+                page.fill("input[name=username]", who)
+                page.fill("input[name=token]", getattr(self.course, who))
+            page.click("button.primary")
+            page.wait_for_load_state()
+            self.signed_in[who] = context
+        return self.signed_in[who].storage_state()
+
+
+@pytest.mark.parametrize("width", list(WIDTHS.values()), ids=list(WIDTHS))
+@pytest.mark.parametrize("name, who, path", PAGES, ids=[p[0] for p in PAGES])
+def test_every_page_fits_the_window_and_axe_finds_nothing_serious(site, name, who, path, width):
+    page = site.page(who, width)
+    page.goto(site.url + path)
+    assert (who is None) == ("signin" in page.url), f"{name}: signed in as {who}, yet at {page.url}"
+    WIDTHS_SEEN.setdefault(name, {})[width] = assert_fits(page, f"{name} at {width} px")
+    assert_accessible(page, f"{name} at {width} px")
+    first = page.evaluate("document.querySelector('a[href], button, input, select, textarea, [tabindex]')"
+                          ".textContent.trim()")
+    assert first == "Skip to main content", f"{name}: the first focusable element is {first!r}"
+    assert not page.errors, f"script errors on {name}: {page.errors}"
+    if width == WIDTHS["phone"] and name in ("student-result", "instructor-dashboard", "instructor-submission"):
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / f"web_{name.replace('-', '_')}_phone.png"), full_page=True)
+    page.context.close()
+
+
+def test_students_see_titles_what_a_score_is_out_of_and_why(site):
+    page = site.page("alice", 1280)
+    page.goto(site.url + "/submissions/2")
+    text = page.locator("#score").inner_text()
+    assert "Still to be graded by hand: " in text and "spec_contract" not in text, text
+    basis = page.locator("#score-basis").inner_text()
+    total_max = page.locator(".total-max").inner_text().strip("/ ")
+    assert basis.startswith(f"Out of {total_max}:") and "points of hand-graded items were released on" in basis, basis
+    check = page.locator("#check-split_heads")
+    assert check.locator("h3").inner_text() == "Head split and merge", "a check is named by its title"
+    assert check.locator("code.check-id").inner_text() == "split_heads", "...with its id beside it"
+    link = page.get_by_role("link", name="Head split and merge: pass, open the check's details")
+    assert link.count() == 1 and link.get_attribute("href") == "#check-split_heads", "a badge link says what it opens"
+    page.context.close()
+
+
+def test_a_keyboard_alone_skips_to_the_content_and_submits_a_module(site, tmp_path):
+    page = site.page(None, 390)
+    page.goto(site.url + "/signin")
+    page.keyboard.type("bob")  # the roster id field has the focus
+    page.keyboard.press("Tab")
+    page.keyboard.type(site.course.bob)
+    page.keyboard.press("Enter")
+    page.wait_for_url("**/submit")
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.textContent") == "Skip to main content"
+    assert page.locator(".skip-link").is_visible(), "the skip link shows when focused"
+    page.keyboard.press("Enter")
+    assert page.evaluate("document.activeElement.id") == "main", "the skip link moves the focus to the content"
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.name") == "assignment"
+    page.keyboard.press("ArrowDown")  # a menu moved by keyboard does not submit anything
+    assert page.url.split("#")[0].endswith("/submit") and page.locator("select[name=assignment]").input_value() == "cap"
+    module = tmp_path / "keyboard.py"
+    module.write_bytes(REFERENCE + b"# typed on a keyboard\n")
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.name") == "module"
+    with page.expect_file_chooser() as chooser:
+        page.keyboard.press("Space")
+    chooser.value.set_files(str(module))
+    page.keyboard.press("Tab")  # the report (optional)
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.textContent") == "Submit for grading"
+    page.keyboard.press("Enter")
+    page.wait_for_url("**/submissions/*")
+    assert "received and queued" in page.locator(".flash").inner_text()
+    assert_accessible(page, "bob's queued submission")
+    page.context.close()
+
+
+def test_a_keyboard_alone_filters_the_dashboard_and_no_menu_submits_on_change(site):
+    page = site.page("prof", 390)
+    page.goto(site.url + "/instructor/")
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.textContent") == "Skip to main content"
+    page.keyboard.press("Enter")
+    for _ in range(6):  # past the assignments' links (distribution, export, regrade all) to the filters
+        page.keyboard.press("Tab")
+        if page.evaluate("document.activeElement.name") == "assignment":
+            break
+    start = page.url
+    for name in ("assignment", "student", "status"):
+        assert page.evaluate("document.activeElement.name") == name, "the filters in reading order"
+        if name == "status":
+            page.keyboard.press("ArrowDown")  # 'queued'
+            page.wait_for_timeout(300)
+            assert page.url == start, "choosing in a filter menu must not reload the page (WCAG 3.2.2)"
+        page.keyboard.press("Tab")
+    for _ in range(4):  # score from, to, sort, order
+        page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.textContent") == "Filter"
+    page.keyboard.press("Enter")
+    page.wait_for_url("**status=queued**")
+    statuses = page.locator("table.dashboard tbody .badge").all_inner_texts()
+    assert statuses and set(statuses) == {"queued"}, f"only queued submissions: {statuses}"
+    page.locator("input[name=student]").focus()
+    page.keyboard.type("nobody")
+    page.keyboard.press("Enter")  # Enter in a field submits the filters too
+    page.wait_for_url("**student=nobody**")
+    assert "No submission matches" in page.locator("table.dashboard").inner_text()
+    page.context.close()
+
+
+def test_a_refused_manual_save_keeps_what_was_typed_and_says_so_beside_the_form(site):
+    page = site.page("prof", 390)
+    page.goto(site.url + "/instructor/submissions/2")
+    # the browser itself refuses 9 of 8 points; the service must too (a stale page, a changed rubric, no validation)
+    page.evaluate("document.querySelector('.manual-form').noValidate = true")
+    page.fill("input[name=points_spec_contract]", "9")
+    page.fill("textarea[name=comment_spec_contract]", "A long comment the grader must not lose.")
+    page.click("#manual button.primary")
+    message = page.locator("#manual-message")
+    message.wait_for()
+    assert "Nothing was saved" in message.inner_text() and "points must be from 0 to 8" in message.inner_text()
+    assert page.evaluate("document.activeElement.id") == "manual-message", "the outcome takes the focus"
+    assert_in_view(page, message, "the refusal")
+    assert page.locator("input[name=points_spec_contract]").input_value() == "9", "what was typed is kept"
+    assert page.locator("textarea[name=comment_spec_contract]").input_value() == "A long comment the grader must not lose."
+    assert page.locator("input[name=points_spec_contract]").get_attribute("aria-invalid") == "true"
+    assert_accessible(page, "the refused manual save")
+    page.fill("input[name=points_spec_contract]", "7")
+    page.click("#manual button.primary")
+    page.wait_for_selector("#manual-message.flash-info")
+    assert "Saved 1 manual grade" in page.locator("#manual-message").inner_text()
+    assert_in_view(page, page.locator("#manual-message"), "the confirmation")
+    assert page.locator("textarea[name=comment_spec_contract]").input_value() == "A long comment the grader must not lose."
+    page.context.close()
+
+
+def assert_in_view(page, locator, what: str) -> None:
+    box, height = locator.bounding_box(), page.viewport_size["height"]
+    assert box and 0 <= box["y"] and box["y"] + min(box["height"], 40) <= height, f"{what} is out of view: {box}"
+
+
+def test_no_page_is_wider_than_a_phone(site):
+    """The widths measured above (at 390 px), recorded for docs/web.md: none wider than the window."""
+    phone = {name: widths.get(WIDTHS["phone"]) for name, widths in WIDTHS_SEEN.items()}
+    assert len(phone) == len(PAGES) and all(w is not None and w <= WIDTHS["phone"] for w in phone.values()), phone

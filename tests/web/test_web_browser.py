@@ -2,29 +2,26 @@
 of our own and a real `grader worker`. A student uploads the reference and watches it graded live; a broken upload
 shows the validation message; an instructor filters, grades by hand and exports; a student cannot open another's page.
 
-The tests share one cluster and run in the order below. Screenshots go to tests/artifacts/.
+The tests share one cluster and run in the order below. On every page axe-core finds no serious or critical violation,
+and at 390 px nothing is wider than the window (test_web_a11y.py checks every page so, faster, on stand-in results).
+Screenshots go to tests/artifacts/.
 """
 import csv
 import json
-import os
 import time
 
 import pytest
 
-from tests.ci import missing
 from grader.registry import check_ids
 
 from tests.service.svc_cluster import Http, LiveServer, Worker, cluster_app, wait_for
 from tests.service.svc_helpers import make_course
 
+from .browser_support import assert_accessible, assert_fits, launched
 from .web_helpers import PASSWORD, REFERENCE, ROOT, known_bad
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 ARTIFACTS = ROOT / "tests" / "artifacts"
-CHROMIUM = os.environ.get("GRADER_CHROMIUM", "/usr/bin/chromium")
-# Debian's chromium, driven by Playwright (which cannot download a browser here): no network of its own, no GPU.
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 RESULT_CHECKS = list(check_ids())  # a full result: every check, training's loss curve and evaluation's metrics
 QUICK_CHECKS = ["split_heads"]
 SETTINGS = {"HEARTBEAT_S": 0.5, "LEASE_S": 30, "SWEEP_INTERVAL_S": 5, "REQUEUE_AFTER_S": 10, "ENFORCE_ATTEMPTS": False,
@@ -32,23 +29,10 @@ SETTINGS = {"HEARTBEAT_S": 0.5, "LEASE_S": 30, "SWEEP_INTERVAL_S": 5, "REQUEUE_A
 REPORT = b"# Capstone report\n\n## Specification\n\nPAD = 0, BOS = 1, EOS = 2; shapes (B, T, D) -> (B, H, T, Dh).\n"
 
 
-def browser_missing(reason: str):
-    """A skip with the reason locally; in CI, which installs it with scripts/install-browser.sh, a failure."""
-    missing(f"{reason}; scripts/install-browser.sh installs it")
-
-
 @pytest.fixture(scope="module")
 def chromium():
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        browser_missing("the playwright package is not installed (pip install -e '.[test]')")
-    if not os.access(CHROMIUM, os.X_OK):
-        browser_missing(f"Chromium is not installed at {CHROMIUM} (apt-get install chromium)")
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+    with launched() as browser:  # Debian's chromium (skipped, or failed in CI, when missing)
         yield browser
-        browser.close()
 
 
 class Site:
@@ -157,8 +141,13 @@ def test_a_student_uploads_the_reference_watches_it_graded_and_reads_the_result(
     page.evaluate("window.scrollTo(0, 0)")
     assert page.locator("#history tbody tr").count() == 1 and "reference_lm.py" in page.locator("#history").inner_text()
     assert not page.errors, f"script errors on the page: {page.errors}"
+    assert_accessible(page, "the graded result")
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "web_result.png"), full_page=True)
+    page.set_viewport_size({"width": 390, "height": 844})  # a phone: the page reflows, nothing scrolls sideways
+    site.facts["result_width_at_390"] = assert_fits(page, "the graded result at 390 px")
+    assert_accessible(page, "the graded result at 390 px")
+    page.screenshot(path=str(ARTIFACTS / "web_result_phone.png"), full_page=True)
     site.facts.update(alice_submission=int(url.rsplit("/", 1)[1]), graded_s=round(graded, 1), states=seen)
     page.context.close()
 
@@ -178,6 +167,7 @@ def test_a_broken_upload_shows_the_validation_message(site, tmp_path):
     assert "broken.py: the file is not valid Python" in message.inner_text() and "line 3" in message.inner_text()
     assert page.locator("input[name=module]").get_attribute("aria-invalid") == "true"
     assert "Nothing was submitted" in page.locator(".form-error").inner_text()
+    assert_accessible(page, "the refused upload")
     page.context.close()
 
 
@@ -206,19 +196,27 @@ def test_an_instructor_filters_grades_by_hand_and_exports(site, tmp_path):
     page.click("#filters button.primary")
     page.wait_for_url("**student=alice**")
     assert rows.count() == 1 and "alice" in rows.first.inner_text(), "the filter keeps alice's row only"
-    page.select_option("select[name=status]", "done")  # with JavaScript, a select applies at once
+    filtered = page.url
+    page.select_option("select[name=status]", "done")  # a menu never applies on change (WCAG 3.2.2)...
+    page.wait_for_timeout(500)
+    assert page.url == filtered, "choosing a status must not reload the page"
+    page.click("#filters button.primary")  # ...the Filter button does
     page.wait_for_url("**status=done**")
     assert rows.count() == 1
+    assert_accessible(page, "the filtered dashboard")
 
     page.click(f"a[href='/instructor/submissions/{alice_sid}']")
     page.wait_for_url(f"**/instructor/submissions/{alice_sid}")
     assert "PAD = 0, BOS = 1" in page.locator("#report").inner_text(), "the report beside the scores"
+    assert_accessible(page, "the instructor's submission page")
     before = float(page.locator(".total-value").inner_text())
     page.fill("input[name=points_spec_contract]", "7")
     page.fill("textarea[name=comment_spec_contract]", "IDs and shapes stated before the results.")
     page.click("#manual button.primary")
-    page.wait_for_selector(".flash-info")
-    assert "Saved 1 manual grade" in page.locator(".flash-info").inner_text()
+    page.wait_for_selector("#manual .flash-info")
+    assert "Saved 1 manual grade" in page.locator("#manual .flash-info").inner_text(), "said beside the form"
+    assert page.evaluate("document.activeElement.id") == "manual-message", "...and focused"
+
     after = float(page.locator(".total-value").inner_text())
     assert after == before + 7, f"the total should rise by the 7 manual points: {before} -> {after}"
     assert page.locator("input[name=points_spec_contract]").input_value() == "7"
@@ -228,6 +226,11 @@ def test_an_instructor_filters_grades_by_hand_and_exports(site, tmp_path):
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.set_viewport_size({"width": 1400, "height": 480})  # the full-page shot then ends with the table
     page.screenshot(path=str(ARTIFACTS / "web_dashboard.png"), full_page=True)
+    page.set_viewport_size({"width": 390, "height": 844})
+    site.facts["dashboard_width_at_390"] = assert_fits(page, "the dashboard at 390 px")
+    assert_accessible(page, "the dashboard at 390 px")
+    page.screenshot(path=str(ARTIFACTS / "web_dashboard_phone.png"), full_page=True)
+    page.set_viewport_size({"width": 1400, "height": 900})
     with page.expect_download() as info:
         page.click("a[href='/instructor/assignments/cap/export.csv']")
     path = tmp_path / "cap.csv"
@@ -250,6 +253,7 @@ def test_a_failing_check_says_what_differs_where_and_where_to_look(site):
     diagnostics = check.locator(".diagnostics").inner_text()
     assert "LARGEST DIFFERENCE" in diagnostics.upper() and "batch 0, head" in diagnostics, diagnostics
     assert "reshape to (B, T, H, Dh)" in check.locator(".look-at").inner_text()
+    assert_accessible(page, "carol's failing result")
     page.screenshot(path=str(ARTIFACTS / "web_result_failing.png"), full_page=True)
     page.context.close()
 

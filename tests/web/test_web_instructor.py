@@ -95,8 +95,11 @@ def test_out_of_range_manual_points_are_refused(web_app, classroom, prof, points
     from grader.app.db import get_db
     from grader.app.models import Submission
     r = prof.post("/instructor/submissions/2/manual", data={"csrf_token": csrf(prof, "/instructor/"),
-                                                            "points_spec_contract": points})
-    assert message in text_of(prof.get(r.location))
+                                                            "points_spec_contract": points,
+                                                            "comment_spec_contract": "kept when refused"})
+    assert r.status_code == 422 and message in text_of(r), "the page again, saying why"
+    html = r.get_data(as_text=True)
+    assert f'value="{points}"' in html and "kept when refused</textarea>" in html, "what was typed is kept"
     with web_app.app_context(), get_db(web_app).session() as s:
         assert s.get(Submission, 2).manual is None
 

@@ -115,8 +115,12 @@ def student(username):
 @bp.get("/submissions/<int:submission_id>")
 @signed_in("instructor")
 def submission(submission_id):
+    return submission_page(get_sub(submission_id))
+
+
+def submission_page(sub: Submission, errors: dict | None = None, typed=None):
+    """One submission in full; after a refused save the manual form shows what was typed (`typed`) and why."""
     s = session()
-    sub = get_sub(submission_id)
     view = result_view(s, sub, for_student=False)
     report = coursework.report_of(s, sub)
     report_text = None
@@ -127,7 +131,8 @@ def submission(submission_id):
                            manual=manual_form_items(view["score"], sub.manual),
                            history=coursework.manual_history(s, sub), attempts=store.attempts_of(s, sub),
                            results=store.results_of(s, sub), poll_s=current_app.config["WEB_POLL_S"],
-                           status_url=url_for(".status", submission_id=sub.id), errors={})
+                           status_url=url_for(".status", submission_id=sub.id), errors=errors or {},
+                           typed=typed)
 
 
 @bp.get("/submissions/<int:submission_id>/status.json")
@@ -158,16 +163,15 @@ def grade(submission_id):
             continue
         if points != item["points"] or comment != item["comment"]:
             grades[item["id"]] = {"points": points, "comment": comment}
-    if errors:
-        flash("Nothing was saved: " + "; ".join(f"{k}: {v}" for k, v in errors.items()) + ".", "error")
-        return redirect(url_for(".submission", submission_id=sub.id, _anchor="manual"), 303)
+    if errors:  # the page again, with what was typed: nothing of it is lost
+        return submission_page(sub, errors, request.form), 422
     if not grades:
-        flash("No changes to save.", "info")
+        flash("No changes to save.", "manual")
         return redirect(url_for(".submission", submission_id=sub.id, _anchor="manual"), 303)
     row = coursework.grade_manual(s, sub, grades, instructor())
     s.commit()
     total = f" Total now {row.total:g} of {row.max:g}." if row else " It counts once the submission is graded."
-    flash(f"Saved {len(grades)} manual grade{'s' * (len(grades) > 1)}.{total}", "info")
+    flash(f"Saved {len(grades)} manual grade{'s' * (len(grades) > 1)}.{total}", "manual")  # shown by the form
     return redirect(url_for(".submission", submission_id=sub.id, _anchor="manual"), 303)
 
 

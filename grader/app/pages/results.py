@@ -3,12 +3,13 @@ the loss curve, and the live status of a grading."""
 import math
 import re
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from ...registry import hint
+from ...registry import check_registry, hint
 from .. import coursework, scoring, store
 from ..api.routes import progress
-from ..models import Submission
+from ..models import Release, Submission
 from .charts import loss_chart
 
 STATUS_MEANING = {
@@ -68,6 +69,7 @@ def check_rows(report: dict | None, points: dict, instructor: bool = False) -> l
         rows.append({"id": c.get("id"), "status": status, "meaning": STATUS_MEANING.get(status, status),
                      "message": c.get("message") or "", "details": list(c.get("details") or []),
                      "diagnostics": diagnostics(c) if status != "pass" else [], "measured": measured(c),
+                     "title": getattr(check_registry().get(c.get("id")), "title", None),
                      "look_at": hint(c.get("id")) if status not in ("pass", "skipped") else None,
                      "stdout": c.get("stdout") or "", "duration_s": c.get("duration_s"),
                      "points": points.get(c.get("id")),
@@ -83,11 +85,17 @@ def points_by_check(scored: dict | None) -> dict:
     return by_check(scored)
 
 
+def release_dates(s: Session, assignment) -> dict:
+    """Item or category id -> when it was released to the assignment's students (a score's denominator says why)."""
+    return dict(s.execute(select(Release.key, Release.created_at).where(Release.assignment_id == assignment.id)).all())
+
+
 def result_view(s: Session, sub: Submission, for_student: bool) -> dict:
     """Everything a result page shows about the submission's latest result (none while it has no result)."""
     result = store.latest_result(s, sub)
     view = {"result": result, "score": None, "checks": [], "loss_chart": None, "training": None,
-            "previous": None, "released": coursework.released_keys(s, sub.assignment)}
+            "previous": None, "released": coursework.released_keys(s, sub.assignment),
+            "released_on": release_dates(s, sub.assignment)}
     if result is None:
         return view
     row = coursework.score_of(s, result)

@@ -32,8 +32,8 @@ test-deps: setup
 	scripts/install-test-deps.sh
 
 # The tests that need no Docker, browser, PostgreSQL, Redis or live grader processes, and no whole-submission
-# grading in the sandbox (markers in pyproject.toml; `service` is added by tests/conftest.py): about 2 minutes
-# on 2 cores. `make test` still runs everything.
+# grading in the sandbox (markers in pyproject.toml; `service` is added by tests/conftest.py), timed.
+# `make test` still runs everything.
 FAST := not slow and not docker and not browser and not service
 test-fast: setup
 	@start=$$(date +%s); $(BIN)/pytest -q -rs -m "$(FAST)"; status=$$?; \

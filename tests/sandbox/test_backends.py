@@ -1,7 +1,6 @@
 """One interface, two backends: the same results for the references, limits reported alike, `auto` chooses sensibly."""
 import re
 import time
-from pathlib import Path
 
 import pytest
 
@@ -10,9 +9,8 @@ from grader.sandbox import Limits, choose_backend, make_sandbox
 from grader.sandbox import docker as docker_backend
 from grader.sandbox.cgroup import detect
 from tests.sandbox.support import Recorder, backend_params, layer_missing, leftovers, require_backend
+from tests.support.grading import REFERENCES
 
-ROOT = Path(__file__).resolve().parents[1]
-REFERENCES = {"lm": ROOT / "submissions" / "reference_lm.py", "reverse": ROOT / "submissions" / "reference_reverse.py"}
 _reports: dict = {}
 
 

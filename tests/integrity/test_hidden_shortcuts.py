@@ -76,7 +76,7 @@ def test_hidden_shortcut_fails_with_its_line(name, backend):
 def test_the_references_and_template_pass_the_static_rule(track):
     from grader.shortcuts import shortcut_uses
     from grader.source import read_source
-    from integrity_support import ROOT
+    from .integrity_support import ROOT
     for path in (ROOT / "submissions" / f"reference_{track}.py", ROOT / "submissions" / "template.py"):
         assert shortcut_uses(read_source(path.read_bytes()).tree) == [], path
 

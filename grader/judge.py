@@ -61,6 +61,7 @@ def grade_bytes(data: bytes, name: str = "submission.py", options: Options | Non
     report["submission"].update(sha256=source.sha256, track=source.track)
     ctx = Context(options.seed, source, steps=dict(options.steps))
     results, plans = {}, {}
+    ctx.verdicts = results  # filled in contract order: training's and evaluation's messages blame only failed checks
     for check in checks:
         if check.NEEDS_TRACK and not ctx.track:
             results[check.ID] = CheckResult(check.ID, "error", source.track_problem)

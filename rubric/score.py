@@ -46,6 +46,9 @@ def score_item(item, result: dict | None, track: str | None, grade, decimals: in
     status = str(result.get("status")) if result else "missing"
     metrics = (result or {}).get("metrics")
     credit, note = auto_credit(item, status, metrics if isinstance(metrics, dict) else {}, track)
+    why = str((result or {}).get("message") or "").removeprefix("not run: ")
+    if status == "skipped" and why:  # the reason the judge gave, e.g. the training run it needs did not finish
+        note = f"the check was skipped ({why}): no points"
     points = round_points(item.points * credit, decimals)
     if grade is not None:  # an instructor's override of an automatic item, e.g. after a regrade request
         over, comment = manual_points(grade, item, decimals)

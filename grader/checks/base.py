@@ -39,11 +39,19 @@ class Context:
     source: Source
     shared: dict = field(default_factory=dict)  # stages that several checks plan (run once per grading)
     steps: dict = field(default_factory=dict)  # track -> training step budget, where configuration sets one
+    # check id -> CheckResult of the checks the judge decided before this one (contract order), so that a message
+    # names another check's cause only where that check did not pass
+    verdicts: dict = field(default_factory=dict)
 
     @property
     def track(self) -> str | None:
         """The submission's TRACK, when it is valid."""
         return self.source.track
+
+    def failed(self, check_id: str) -> bool | None:
+        """Whether another check of this grading did not pass (True) or passed (False); None: not decided (yet)."""
+        result = self.verdicts.get(check_id)
+        return None if result is None else result.status != "pass"
 
     def stage_once(self, key: str, make) -> "Stage":
         """The same Stage object for every check that plans it; the judge runs it once."""

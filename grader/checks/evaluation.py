@@ -213,7 +213,9 @@ def causality_problems(ctx, v, stage, out) -> None:
             padding = "" if name in ("plain", "padded") and ctx.track == "lm" else f" ({name} padding)"
             v.problem(f"on the held-out inputs{padding}, changing the token at position {int(pos[row])} of row {row} "
                       f"changed the trained model's logits at the earlier position {col} by {float(leak[row, col]):.3g}: "
-                      "the model reads tokens after the one it predicts (see causality)")
+                      "the model reads tokens after the one it predicts " + (
+                          "(causality passed on the untrained model: the path appears only with the trained weights)"
+                          if ctx.failed("causality") is False else "(see causality)"))
             return
 
 
@@ -256,8 +258,7 @@ def reverse_verdict(ctx, v, stage, out) -> str:
     if tr["tf_exact"] - exact > lim["max_exact_gap"]:
         v.problem(f"teacher-forced, {tr['tf_exact']:.0%} of held-out rows are exactly right (token accuracy "
                   f"{tr['token']:.0%}), but greedy decoding from BOS gets {exact:.0%}: the model leans on the answer "
-                  "tokens it is fed: the decoder sees the token it must predict (a causal leak), or cached decoding "
-                  "differs from the full prefix (see causality and kv_cache)")
+                  "tokens it is fed: " + leak_or_cache(ctx))
     if tr["token"] < lim["min_token_accuracy"] or exact < lim["min_exact_match"]:
         v.problem(f"held-out token accuracy {tr['token']:.1%} and exact match {exact:.1%}; passing needs at least "
                   f"{lim['min_token_accuracy']:.0%} and {lim['min_exact_match']:.0%}")
@@ -265,6 +266,15 @@ def reverse_verdict(ctx, v, stage, out) -> str:
     return (f"held-out ({n} rows): teacher-forced token accuracy {tr['token']:.1%}, greedy exact match with the "
             f"cache {exact:.1%} ({float(unseen.double().mean()):.1%} on the {unseen.numel()} unseen rows; {dup_note}); "
             f"untrained: {un['token']:.1%} and {float(un['match'].double().mean()):.1%}")
+
+
+def leak_or_cache(ctx) -> str:
+    """Why the model leans on the answer tokens, naming only the checks of this grading that did not pass."""
+    causal, cache = ctx.failed("causality"), ctx.failed("kv_cache")
+    if causal is None and cache is None:
+        return ("the decoder sees the token it must predict (a causal leak), or cached decoding differs from the full "
+                "prefix (see causality and kv_cache)")
+    return training.gap_cause(ctx)
 
 
 def lm_verdict(ctx, v, stage, out, cyc_stage, cyc) -> str:
@@ -305,7 +315,7 @@ def lm_verdict(ctx, v, stage, out, cyc_stage, cyc) -> str:
                   f"baseline's {uppl:.2f}) does not beat a bigram model fitted on the training text "
                   f"({bigram_loss:.4f}): the model does not use more context than the current character")
     samples(v, stage, out, corpus)
-    cyclic_note = cyclic_metrics(v, cyc_stage, cyc)
+    cyclic_note = cyclic_metrics(ctx, v, cyc_stage, cyc)
     return (f"held-out test loss {loss:.4f} nats/char, perplexity {ppl:.2f} against the unigram baseline's {uppl:.2f} "
             f"(ratio {ppl / uppl:.3f}; bigram {bigram_loss:.3f}, untrained {losses['untrained', 'test']:.3f}, the "
             f"generator's own entropy {oracle or float('nan'):.3f}); {cyclic_note}")
@@ -328,7 +338,7 @@ def samples(v, stage, out, corpus) -> None:
     v.metrics["samples"] = found
 
 
-def cyclic_metrics(v, stage, out) -> str:
+def cyclic_metrics(ctx, v, stage, out) -> str:
     """Greedy cached continuation accuracy of the cyclic task, trained and untrained."""
     lim = EVALUATION_LIMITS["cyclic"]
     expected = stage.expected  # (N, G), kept by the judge
@@ -344,7 +354,8 @@ def cyclic_metrics(v, stage, out) -> str:
     if acc["full prefix"] - acc["trained"] > lim["max_cache_gap"]:
         v.problem(f"on the cyclic-pattern task the trained model continues {acc['full prefix']:.1%} of the tokens "
                   f"correctly when it re-reads the whole prefix but {acc['trained']:.1%} with the cache: cached "
-                  "decoding changes the predictions (RoPE offset or cache order; see kv_cache)")
+                  "decoding changes the predictions (RoPE offset or cache order"
+                  + ("; see kv_cache)" if ctx.failed("kv_cache") is not False else ")"))
     if acc["untrained"] > lim["max_untrained_accuracy"]:
         v.problem(f"the untrained model already continues {acc['untrained']:.0%} of the cyclic patterns: the "
                   "answer is hard-coded, not learned")

@@ -298,10 +298,12 @@ def leak_signals(ctx, v, out, final, targets, final_loss) -> None:
         if oracle:
             v.metrics.update(oracle_loss=oracle, floor_ratio=round(final_loss / oracle, 6))
             if final_loss < lim["min_floor_ratio"] * oracle:
+                where = ("causality passed on the untrained model, so look for a path to later characters that "
+                         "appears only in training, and at the input/target shift" if ctx.failed("causality") is False
+                         else "check the causal mask and the input/target shift")
                 v.problem(f"the training loss {final_loss:.4f} nats/char is suspiciously low: the text's own "
                           f"generator has {oracle:.4f} nats/char of entropy, which no causal model can beat, so the "
-                          "model must be reading the character it predicts (check the causal mask and the "
-                          "input/target shift)")
+                          f"model must be reading the character it predicts ({where})")
         return
     real = targets != PAD
     right = (final.argmax(-1) == targets) | ~real  # (N, T)
@@ -317,8 +319,25 @@ def leak_signals(ctx, v, out, final, targets, final_loss) -> None:
     if tf_exact - greedy_exact > lim["max_exact_gap"]:
         v.problem(f"the training loss {final_loss:.4f} is suspiciously low for what the model can do without seeing "
                   f"the answer: teacher-forced, {tf_exact:.0%} of training rows are exactly right, but decoding "
-                  f"greedily from BOS only {greedy_exact:.0%}; the decoder reads the token it must predict (check "
-                  "the causal mask and the BOS/EOS shift)")
+                  f"greedily from BOS only {greedy_exact:.0%}; {gap_cause(ctx)}")
+
+
+def gap_cause(ctx) -> str:
+    """Why teacher forcing beats greedy decoding from BOS (which uses the model's cache), naming only the checks of
+    this grading that did not pass: a causal leak (causality), or cached decoding (kv_cache)."""
+    causal, cache = ctx.failed("causality"), ctx.failed("kv_cache")
+    if causal is False and cache is False:
+        return ("causality and kv_cache passed, so look at what differs between teacher forcing and decoding from "
+                "BOS: the BOS/EOS shift, or a path that appears only in training")
+    causes = []
+    if causal is not False:  # failed, or not graded here
+        causes.append("the decoder reads the token it must predict (check the causal mask and the BOS/EOS shift"
+                      + ("; see causality)" if causal else ")"))
+    if cache:
+        causes.append("greedy decoding uses your cache, and cached decoding differs from the full prefix "
+                      "(see kv_cache)")
+    return ", or ".join(causes) or ("causality passed, so look at cached decoding (greedy decoding uses your "
+                                    "cache) and the BOS/EOS shift")
 
 
 def protocol(ctx, run) -> dict:

@@ -6,6 +6,7 @@ import click
 from rubric import RubricError, load_rubric, points_by_check, score, summary_lines
 
 from ..configs import DEFAULT_SEED
+from ..feedback import what_to_fix
 from ..registry import check_ids, check_registry
 from ..sandbox import Limits
 
@@ -99,7 +100,19 @@ def print_table(report: dict, scored: dict | None = None) -> None:
     click.echo(f"{summary}  (total {t.get('total_s', 0):.1f}s, torch import {t.get('torch_import_s') or 0:.1f}s)")
     for line in summary_lines(scored) if scored else ():
         click.echo(line)
+    print_fixes(what_to_fix(report))
     box = report.get("sandbox") or {}
     if box.get("weak"):
         click.echo(click.style(f"weak sandbox (GRADER_SANDBOX_ALLOW_WEAK): {'; '.join(box.get('missing', []))}",
                                fg="yellow"), err=True)
+
+
+def print_fixes(fixes: list) -> None:
+    """The result page's "What to fix", in the same order (grader/feedback.py): root causes first."""
+    if fixes:
+        click.echo("What to fix:")
+    for n, fix in enumerate(fixes, 1):
+        click.echo(f"  {n}. {fix['headline']}")
+        for line in (fix["text"], fix["where"], f"Look at {fix['look_at']}." if fix["look_at"] else "", *fix["also"]):
+            if line:
+                click.echo(f"     {line}")

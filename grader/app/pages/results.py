@@ -6,6 +6,7 @@ import re
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from ...feedback import what_to_fix
 from ...registry import check_registry, hint
 from .. import coursework, scoring, store
 from ..api.routes import progress
@@ -93,7 +94,7 @@ def release_dates(s: Session, assignment) -> dict:
 def result_view(s: Session, sub: Submission, for_student: bool) -> dict:
     """Everything a result page shows about the submission's latest result (none while it has no result)."""
     result = store.latest_result(s, sub)
-    view = {"result": result, "score": None, "checks": [], "loss_chart": None, "training": None,
+    view = {"result": result, "score": None, "checks": [], "fixes": [], "loss_chart": None, "training": None,
             "previous": None, "released": coursework.released_keys(s, sub.assignment),
             "released_on": release_dates(s, sub.assignment)}
     if result is None:
@@ -105,6 +106,7 @@ def result_view(s: Session, sub: Submission, for_student: bool) -> dict:
     view["score"] = scored
     view["rubric_version"] = row.rubric_version if row else None
     view["checks"] = check_rows(result.report, points_by_check(scored), instructor=not for_student)
+    view["fixes"] = what_to_fix(result.report)  # root causes first, each failure in its check's own words
     training = next((c for c in result.report.get("checks", []) if c.get("id") == "training"), None)
     if training is not None:
         view["training"] = training

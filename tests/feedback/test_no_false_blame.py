@@ -1,0 +1,56 @@
+"""No message blames a check that passed: training's and evaluation's leak messages name the causal mask or the cache
+only where causality or kv_cache did not pass in the same grading (the judge decides them first: Context.verdicts)."""
+import pytest
+
+from grader.checks import evaluation, training
+from grader.checks.base import Context
+from grader.configs import DEFAULT_SEED
+from grader.results import CheckResult
+from grader.source import read_source
+from tests.support.grading import REFERENCES, by_id, explain, grade_text, variant
+
+# A KV-cache position bug (Track A: cached decoding restarts RoPE at 0): causality passes, kv_cache fails, and greedy
+# decoding (which uses the cache) falls behind teacher forcing in training and evaluation.
+CACHE_POSITIONS = ("        positions = torch.arange(past, past + length, device=tgt.device)  # (T,)\n",
+                   "        positions = torch.arange(length, device=tgt.device)  # (T,)\n")
+
+
+def context(**statuses) -> Context:
+    ctx = Context(DEFAULT_SEED, read_source(REFERENCES["reverse"].read_bytes()))
+    ctx.verdicts.update({cid: CheckResult(cid, status, "") for cid, status in statuses.items()})
+    return ctx
+
+
+@pytest.mark.parametrize("statuses, names, leaves_out", [
+    ({"causality": "pass", "kv_cache": "fail"}, ["see kv_cache"], ["causal mask", "causality"]),
+    ({"causality": "fail", "kv_cache": "pass"}, ["causal mask", "see causality"], ["kv_cache"]),
+    ({"causality": "fail", "kv_cache": "fail"}, ["see causality", "see kv_cache"], []),
+    ({"causality": "pass", "kv_cache": "pass"}, ["BOS/EOS shift"], ["causal mask", "see "]),
+    ({"causality": "pass"}, ["cached decoding"], ["causal mask"]),
+    ({}, ["check the causal mask"], ["see "]),  # neither graded here: the usual suspects, no check named
+], ids=["cache-bug", "causal-leak", "both", "neither", "causality-only", "not-graded"])
+def test_the_gap_between_teacher_forcing_and_greedy_names_only_checks_that_did_not_pass(statuses, names, leaves_out):
+    said = training.gap_cause(context(**statuses))
+    for text in names:
+        assert text in said, f"with {statuses} the message should say {text!r}: {said!r}"
+    for text in leaves_out:
+        assert text not in said, f"with {statuses} the message must not say {text!r}: {said!r}"
+
+
+def test_evaluation_keeps_its_message_when_neither_check_was_graded():
+    assert "a causal leak" in evaluation.leak_or_cache(context())
+    assert "causal" not in evaluation.leak_or_cache(context(causality="pass", kv_cache="fail"))
+
+
+@pytest.mark.slow
+def test_a_kv_cache_position_bug_is_not_blamed_on_the_causal_mask():
+    report = grade_text(variant("reverse", *CACHE_POSITIONS),
+                        only=("causality", "kv_cache", "training", "evaluation"))
+    checks = by_id(report)
+    assert checks["causality"]["status"] == "pass" and checks["kv_cache"]["status"] == "fail", explain(report)
+    for cid in ("training", "evaluation"):
+        message = checks[cid]["message"]
+        assert checks[cid]["status"] == "fail", f"{cid} should fail (greedy decoding uses the cache)\n{explain(report)}"
+        assert "causal mask" not in message and "causal leak" not in message and "see causality" not in message, \
+            f"{cid} blames the causal mask, but causality passed: {message}"
+        assert "see kv_cache" in message, f"{cid} should point at kv_cache, which failed: {message}"

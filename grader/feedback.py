@@ -58,7 +58,8 @@ def diagnosis(check: dict) -> dict:
     """
     status = str(check.get("status"))
     message = MORE.sub("", str(check.get("message") or "")).strip()
-    details = [str(d) for d in check.get("details") or [] if str(d).strip()]
+    details = [str(d) for d in check.get("details") or [] if str(d).strip()] \
+        if isinstance(check.get("details"), list) else []
     if status == "error":
         return {"text": sentence(message), "where": details[-1] if details else "", "specific": True}
     if status in UNSPECIFIC or not message:

@@ -141,3 +141,9 @@ def test_grader_check_ends_with_the_same_list(capsys):
     out = capsys.readouterr().out
     assert "What to fix:\n  1. Write the parts that still raise NotImplementedError" in out, out
     assert "  2. " not in out.split("What to fix:")[1], "one reason, one entry"
+
+
+def test_odd_fields_from_an_old_or_damaged_report_do_not_break_the_box():
+    odd = report({}, rope={"status": "error", "message": None, "details": "not a list", "root_cause": "split_heads"})
+    (entry,) = what_to_fix(odd)
+    assert entry["checks"] == ["rope"] and entry["where"] == ""

@@ -13,6 +13,7 @@ from .checks import ALL_IDS, CHECKS
 from .checks.base import Context
 from .configs import DEFAULT_SEED
 from .frames import STAGE_END, hello_fields, plain, stage_end_problem
+from .live import VERDICT, Live
 from .results import CHECK_STATUSES, CheckResult, StageOutcome
 from .rootcause import attribute
 from .sandbox import Limits, Sandbox, make_sandbox
@@ -57,6 +58,8 @@ def grade_bytes(data: bytes, name: str = "submission.py", options: Options | Non
         source = read_source(data)
     except Rejected as exc:
         report["checks"] = [CheckResult(c.ID, "error", f"the submission cannot be graded: {exc}").to_dict() for c in checks]
+        for check in report["checks"] if on_event else ():
+            on_event({"type": VERDICT, "check": check})
         return finish(report, started)
     report["submission"].update(sha256=source.sha256, track=source.track)
     ctx = Context(options.seed, source, steps=dict(options.steps))
@@ -69,14 +72,20 @@ def grade_bytes(data: bytes, name: str = "submission.py", options: Options | Non
             plans[check.ID] = check.plan(ctx)
     # a stage two checks share (the training run) runs once
     stages = list({s.key: s for plan in plans.values() for s in plan}.values())
-    outcomes, run_info = run_stages(source.text, stages, options, sandbox, on_event) if stages else ({}, {})
+    # with on_event: each check decided (into results) as soon as its stages have ended, and sent once final
+    live = Live(ctx, checks, plans, results, decide, outcome_from, on_event) if on_event else None
+    outcomes, run_info = run_stages(source.text, stages, options, sandbox, live or on_event) if stages else ({}, {})
+    if live:
+        live.close()
     for check in checks:
-        if check.ID in plans:
+        if check.ID in plans and check.ID not in results:  # decided early: the very same result stays
             results[check.ID] = decide(check, ctx, plans[check.ID], outcomes, set(plans))
     # a model-level failure that a correct contract function removes names it (one more sandbox, only when needed)
     rerun = lambda more: run_in_sandbox(source.text, more, options,  # noqa: E731
                                         (sandbox or make_sandbox(options.backend)).prepare(options.limits), None)[0]
     diagnosis_s = attribute(ctx, checks, plans, results, outcomes, options.limits.stage_s, decide, rerun)
+    if live:
+        live.finish(results)
     report["checks"] = [results[c.ID].to_dict() for c in checks]
     report.update(run_info)
     if diagnosis_s is not None:
@@ -165,10 +174,18 @@ def run_in_sandbox(text: str, stages, options: Options, prepared, on_event):
         if trainers:
             prepared.talk(lambda header, blob, reply: answer(trainers, header, blob, reply))
         wall = options.limits.startup_s + sum(stage_budget(s, options) for s in stages) + 10
-        run = prepared.run(wall, on_event)
+        run = prepared.run(wall, on_frame(on_event, stages))
     finally:
         prepared.close()
     return collect(run, stages), run_summary(run, options)
+
+
+def on_frame(on_event, stages):
+    """The sandbox's on_frame(header, blob): a Live decides checks as their stages end; a plain on_event sees the
+    headers only."""
+    if isinstance(on_event, Live):
+        return on_event.watch(stages)
+    return (lambda header, blob=b"": header.get("type") == VERDICT or on_event(header)) if on_event else None
 
 
 def answer(trainers: dict, header: dict, blob: bytes, reply) -> None:

@@ -65,6 +65,15 @@ def suspects(plans, results, outcomes) -> dict:
     return {fid: split_suspects(plans[fid], outcomes) if fid == "split_heads" else COVERS[fid] for fid in failed}
 
 
+def settled(check, plans, results, outcomes) -> bool:
+    """A decided check's result that attribute() will never touch: it did not fail, it is not model-level, or every
+    contract function check of this grading is decided and did not fail (so none can be named). grader/live.py sends
+    a verdict before the diagnosis only when this holds."""
+    if results[check.ID].status not in DIAGNOSED or not model_level(check, plans[check.ID], outcomes):
+        return True
+    return all(fid in results and results[fid].status in NOT_FAILED for fid in COVERS if fid in plans)
+
+
 def substituted(plan, names, outcomes, stage_s: float) -> list:
     """The plan's stages under new keys, with the functions to substitute in their params."""
     tag = "@" + "+".join(names)

@@ -1,5 +1,6 @@
 """`grader check`: grade a file locally, in a sandbox, and print each verdict."""
 import json
+import sys
 
 import click
 
@@ -55,8 +56,10 @@ def check(path, as_json, only, skip, seed, timeout, steps, rubric_path):
     options = Options(seed=seed, only=parse_ids(only), skip=parse_ids(skip), limits=Limits(stage_s=timeout),
                       steps={"reverse": steps, "lm": steps} if steps else {})
     rubric = load_points_rubric(rubric_path)
+    live = None if as_json or not on_terminal() else print_verdict  # a pipe or --json: one output, as before
     try:
-        report = grade_file(path, options)
+        report = grade_file(path, options,
+                            on_event=live and (lambda e: e.get("type") == "verdict" and live(e["check"])))
     except (IsolationMissing, SandboxUnavailable) as exc:  # the host's sandbox, not the submission: nothing graded
         click.echo(f"error: not graded: {exc}", err=True)
         raise SystemExit(3) from None
@@ -65,6 +68,17 @@ def check(path, as_json, only, skip, seed, timeout, steps, rubric_path):
         click.echo(json.dumps({**report, "score": scored}, indent=2, sort_keys=True))
     else:
         print_table(report, scored)
+
+
+def on_terminal() -> bool:
+    """Standard output is a terminal (a person watching), not a pipe or a file."""
+    return sys.stdout.isatty()
+
+
+def print_verdict(check: dict) -> None:
+    """One check's verdict as soon as the judge decided it (the table follows once all are in)."""
+    status = click.style(f"{check['status']:<8}", fg=COLOURS.get(check["status"]), bold=True)
+    click.echo(f"{status} {check['id']}: {check['message'][:200]}")
 
 
 def load_points_rubric(path):

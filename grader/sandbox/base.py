@@ -48,7 +48,7 @@ class SandboxRun:
 
 
 class FrameCollector:
-    """Reads frames from a stream in a thread, with a byte cap, calling on_frame for each header."""
+    """Reads frames from a stream in a thread, with a byte cap, calling on_frame(header, blob) for each frame kept."""
 
     def __init__(self, stream, max_bytes: int, on_frame=None, clock=None):
         self.stream, self.max_bytes, self.on_frame, self.clock = stream, max_bytes, on_frame, clock
@@ -85,7 +85,7 @@ class FrameCollector:
                         self.hello_at = self.clock()
                     self.frames.append((header, blob))
                     if self.on_frame:
-                        self.on_frame(header)
+                        self.on_frame(header, blob)
         except wire.FrameError as exc:
             self.error = str(exc)
         except OSError as exc:

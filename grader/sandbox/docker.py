@@ -347,10 +347,10 @@ class DockerStartedAhead(Prepared):
         """The attach connection's socket: docker-py hands out a read-only SocketIO over it (or, on TLS, the socket)."""
         return getattr(self.sock, "_sock", self.sock)
 
-    def _forward(self, header: dict) -> None:
+    def _forward(self, header: dict, blob: bytes = b"") -> None:
         """The collector's callback: frames go to whoever runs the job, once one does."""
         if self.on_frame is not None:
-            self.on_frame(header)
+            self.on_frame(header, blob)
 
     def alive(self) -> bool:
         """Unused, its frame stream still open and the container running (the hello came or still may)."""
@@ -377,9 +377,9 @@ class DockerStartedAhead(Prepared):
             return self.sandbox.run(self.job_dir, self.limits, wall_s, on_frame)
         if not self.container.put_archive("/job", job_tar(self.job_dir, job_only=True)):
             raise SandboxUnavailable("put_archive refused the job")
-        for header, _ in list(self.collector.frames):  # only hello can have come before the go
+        for header, blob in list(self.collector.frames):  # only hello can have come before the go
             if on_frame:
-                on_frame(header)
+                on_frame(header, blob)
         self.on_frame = on_frame
         go_at = time.monotonic()
         try:

@@ -306,9 +306,9 @@ class ProcessSandbox(Sandbox):
     def _finish(self, run: "_Running", wall_s: float, on_frame, ahead: bool = False) -> SandboxRun:
         """Give the go, collect frames, enforce the wall clock (from the go), then kill and remove whatever is left."""
         proc, collector = run.proc, run.collector
-        for header, _ in list(collector.frames):  # only hello can have come before the go
+        for header, blob in list(collector.frames):  # only hello can have come before the go
             if on_frame:
-                on_frame(header)
+                on_frame(header, blob)
         run.on_frame = on_frame
         go_at = time.monotonic()
         try:
@@ -398,10 +398,10 @@ class _Running:
         self.proc = self.collector = self.on_frame = None
         self.talking = False  # an interactive job: stdin stays open after the go
 
-    def forward(self, header: dict) -> None:
+    def forward(self, header: dict, blob: bytes = b"") -> None:
         """The collector's callback: frames go to whoever runs the job, once one does."""
         if self.on_frame is not None:
-            self.on_frame(header)
+            self.on_frame(header, blob)
 
     def since_spawn(self) -> float:
         return time.monotonic() - self.spawned_at

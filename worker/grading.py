@@ -58,11 +58,15 @@ def infrastructure_problem(report: dict) -> str | None:
 
 
 class Heartbeat:
-    """Refreshes the claim's heartbeat every interval and writes the check in progress as it changes."""
+    """Refreshes the claim's heartbeat every interval and writes the check in progress and the verdicts decided so
+    far as they change (a beat with nothing new writes no JSON)."""
 
     def __init__(self, db, claim: jobs.Claim, interval_s: float):
         self.db, self.claim, self.interval_s = db, claim, interval_s
         self.check: str | None = None
+        self.verdicts: list = []  # the judge's verdict events so far (check result dicts)
+        self.unsaved = False  # verdicts came since the last write
+        self.lock = threading.Lock()
         self.lost = False
         self.wake, self.stopped = threading.Event(), threading.Event()
         self.thread = threading.Thread(target=self._run, name=f"heartbeat-{claim.submission_id}", daemon=True)
@@ -72,8 +76,14 @@ class Heartbeat:
         return self
 
     def on_event(self, header: dict) -> None:
-        """The judge's live frame headers: a stage_start names the check (stage key 'check.part')."""
-        if header.get("type") == "stage_start":
+        """The judge's live events: a stage_start frame names the check (stage key 'check.part'); a verdict is a
+        check decided (grader/live.py), stored at once as the submission's partial result."""
+        if header.get("type") == "verdict" and isinstance(header.get("check"), dict):
+            with self.lock:
+                self.verdicts.append(header["check"])
+                self.unsaved = True
+            self.wake.set()
+        elif header.get("type") == "stage_start":
             check = str(header.get("stage", "")).split(".")[0]
             if check != self.check:
                 self.check = check
@@ -81,15 +91,21 @@ class Heartbeat:
 
     def _run(self) -> None:
         while not self.stopped.is_set():
+            self.wake.clear()  # before reading what to write: an event from now on wakes the next wait
+            partial = None
             try:
+                with self.lock:
+                    partial, self.unsaved = (list(self.verdicts) if self.unsaved else None), False
                 with self.db.Session() as s:
-                    if not jobs.heartbeat(s, self.claim, self.check) and not self.lost:
+                    if not jobs.heartbeat(s, self.claim, self.check, partial) and not self.lost:
                         self.lost = True
                         log.warning("submission %s: claim taken over by another attempt", self.claim.submission_id)
             except Exception as exc:  # a missed beat is survivable; the lease is several beats long
                 log.warning("heartbeat failed: %s", exc)
+                if partial is not None:
+                    with self.lock:
+                        self.unsaved = True  # write the verdicts with the next beat
             self.wake.wait(self.interval_s)
-            self.wake.clear()
 
     def stop(self) -> None:
         self.stopped.set()
@@ -150,19 +166,18 @@ def _release(db, c, problem, delay, cfg) -> str:
 
 
 def _store(db, c: jobs.Claim, report: dict, options: dict, version: str) -> int | None:
-    """The result (exactly once, fenced by the claim), then its score under the current rubric."""
-    with db.Session() as s:
-        result = jobs.finish(s, c, report, options, version)
-        if result is None:
-            return None
-        result_id = result.id
+    """The result (exactly once, fenced by the claim) and its score under the current rubric, visible together: a
+    poll that sees `done` finds the score too (no moment without it)."""
+    def score(s, result) -> None:
         try:
-            coursework.score_result(s, result)
-            s.commit()
-        except Exception:  # a rubric problem must not lose the result: `rescore` fills the score in later
-            s.rollback()
+            with s.begin_nested():  # a savepoint: a rubric problem rolls back the score only, never the result
+                coursework.score_result(s, result)
+        except Exception:  # `rescore` fills the score in later
             log.exception("submission %s: scoring failed; the result is stored without a score", c.submission_id)
-        return result_id
+
+    with db.Session() as s:
+        result = jobs.finish(s, c, report, options, version, before_commit=score)
+        return None if result is None else result.id
 
 
 def _with_db_retries(fn):

@@ -59,7 +59,7 @@ def claim(s: Session, submission_id: int, worker: str, task_id: str | None, leas
     res = s.execute(update(Submission)
                     .where(Submission.id == submission_id, claimable, Submission.attempts < max_attempts)
                     .values(status="running", claim=token, attempts=Submission.attempts + 1, worker=worker,
-                            heartbeat_at=now, started_at=now, current_check=None, not_before=None)
+                            heartbeat_at=now, started_at=now, current_check=None, partial=None, not_before=None)
                     .execution_options(synchronize_session=False))
     if res.rowcount != 1:
         s.rollback()
@@ -87,7 +87,7 @@ def _why_not(s: Session, submission_id: int, max_attempts: int, claimable) -> Sk
     if sub.attempts >= max_attempts:
         res = s.execute(update(Submission).where(Submission.id == submission_id, claimable,
                                                  Submission.attempts >= max_attempts)
-                        .values(status="failed", claim=None, current_check=None, finished_at=utcnow(),
+                        .values(status="failed", claim=None, current_check=None, partial=None, finished_at=utcnow(),
                                 error=f"gave up after {sub.attempts} attempts: {sub.error or 'workers were lost'}")
                         .execution_options(synchronize_session=False))
         s.execute(update(Attempt).where(Attempt.submission_id == submission_id, Attempt.outcome.is_(None))
@@ -98,22 +98,27 @@ def _why_not(s: Session, submission_id: int, max_attempts: int, claimable) -> Sk
     return Skip("busy")
 
 
-def heartbeat(s: Session, c: Claim, current_check: str | None) -> bool:
-    """Refresh the claim's heartbeat and current check; False if the claim was taken over."""
+def heartbeat(s: Session, c: Claim, current_check: str | None, partial: list | None = None) -> bool:
+    """Refresh the claim's heartbeat and current check, and the verdicts decided so far when given (only when they
+    changed: most beats write no JSON); False if the claim was taken over."""
+    values = dict(heartbeat_at=utcnow(), current_check=current_check)
+    if partial is not None:
+        values["partial"] = partial
     res = s.execute(update(Submission).where(Submission.id == c.submission_id, Submission.claim == c.token)
-                    .values(heartbeat_at=utcnow(), current_check=current_check)
-                    .execution_options(synchronize_session=False))
+                    .values(**values).execution_options(synchronize_session=False))
     s.commit()
     return res.rowcount == 1
 
 
-def finish(s: Session, c: Claim, report: dict, options: dict, grader_version: str) -> Result | None:
-    """Store the result and mark done, only while the claim holds; None if another attempt superseded it."""
+def finish(s: Session, c: Claim, report: dict, options: dict, grader_version: str,
+           before_commit=None) -> Result | None:
+    """Store the result and mark done, only while the claim holds; None if another attempt superseded it.
+    before_commit(s, result): more for the same transaction (the worker's score)."""
     now = utcnow()
     res = s.execute(update(Submission)
                     .where(Submission.id == c.submission_id, Submission.claim == c.token,
                            Submission.status == "running")
-                    .values(status="done", claim=None, current_check=None, finished_at=now, error=None)
+                    .values(status="done", claim=None, current_check=None, partial=None, finished_at=now, error=None)
                     .execution_options(synchronize_session=False))
     if res.rowcount != 1:
         s.rollback()
@@ -128,12 +133,14 @@ def finish(s: Session, c: Claim, report: dict, options: dict, grader_version: st
     except IntegrityError:  # the unique (submission, request): this request has its result already
         s.rollback()
         s.execute(update(Submission).where(Submission.id == c.submission_id, Submission.claim == c.token)
-                  .values(status="done", claim=None, current_check=None, finished_at=now)
+                  .values(status="done", claim=None, current_check=None, partial=None, finished_at=now)
                   .execution_options(synchronize_session=False))
         _close_attempt(s, c, "superseded", "a result for this request was already stored")
         s.commit()
         return None
     _close_attempt(s, c, "graded", None)
+    if before_commit is not None:
+        before_commit(s, result)
     s.commit()
     return result
 
@@ -149,7 +156,8 @@ def release(s: Session, c: Claim, message: str, retry_in_s: float | None, max_at
         values = dict(status="queued", not_before=now + timedelta(seconds=retry_in_s), error=message)
         outcome = "retry"
     res = s.execute(update(Submission).where(Submission.id == c.submission_id, Submission.claim == c.token)
-                    .values(claim=None, current_check=None, **values).execution_options(synchronize_session=False))
+                    .values(claim=None, current_check=None, partial=None, **values)
+                    .execution_options(synchronize_session=False))
     if res.rowcount != 1:
         s.rollback()
         outcome = "superseded"
@@ -182,9 +190,10 @@ def sweep(s: Session, lease_s: float, requeue_after_s: float, in_broker: set | N
     resend = []
     for sid, attempts in s.execute(select(Submission.id, Submission.attempts).where(
             Submission.status == "running", Submission.heartbeat_at < stale)).all():
-        values = dict(status="queued", claim=None, current_check=None, task_id=new_task_id(), enqueued_at=now)
+        values = dict(status="queued", claim=None, current_check=None, partial=None, task_id=new_task_id(),
+                      enqueued_at=now)
         if attempts >= max_attempts:
-            values = dict(status="failed", claim=None, current_check=None, finished_at=now,
+            values = dict(status="failed", claim=None, current_check=None, partial=None, finished_at=now,
                           error=f"gave up after {attempts} attempts: workers were lost")
         res = s.execute(update(Submission).where(Submission.id == sid, Submission.status == "running",
                                                  Submission.heartbeat_at < stale).values(**values)

@@ -81,6 +81,9 @@ class Submission(Base):
     claim: Mapped[str | None] = mapped_column(String(36))  # the running attempt's fencing token
     worker: Mapped[str | None] = mapped_column(String(200))
     current_check: Mapped[str | None] = mapped_column(String(64))
+    # While running: the verdicts the judge decided so far (check result dicts, contract order), written with the
+    # heartbeat; None once the result is stored (the result is the truth) and at every new claim or release
+    partial: Mapped[list | None] = mapped_column(Json)
     heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime)
     task_id: Mapped[str | None] = mapped_column(String(64))
     enqueued_at: Mapped[datetime | None] = mapped_column(DateTime)

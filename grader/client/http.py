@@ -181,13 +181,15 @@ class Client:
         return self.json("GET", f"/api/v1/submissions/{submission_id}")
 
     def result(self, submission_id: int) -> dict | None:
-        """The latest result, or None while the submission has none yet."""
+        """The latest result, or None while the submission has none yet (a queued or running one answers the
+        verdicts so far with partial: true: not a result)."""
         try:
-            return self.json("GET", f"/api/v1/submissions/{submission_id}/result")
+            body = self.json("GET", f"/api/v1/submissions/{submission_id}/result")
         except NotFound as exc:
             if exc.code == "not_graded":
                 return None
             raise
+        return None if body.get("partial") is True else body
 
     def upload(self, slug: str, data: bytes, filename: str, student: str | None = None) -> dict:
         """Upload one file; the answer has "duplicate" and, for the latest file sent again, status 200."""

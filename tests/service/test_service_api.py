@@ -250,10 +250,16 @@ def test_an_upload_is_accepted_and_kept_while_redis_is_down(tmp_path, monkeypatc
     get_db(app).engine.dispose()
 
 
-def test_asking_for_the_result_of_an_ungraded_submission_is_404_with_its_status(sqlite_app):
+def test_asking_for_the_result_of_an_ungraded_submission_answers_its_status(sqlite_app):
+    """Queued: the verdicts so far (partial, tests/service/test_service_partial.py); failed: 404 not_graded."""
     course = make_course(sqlite_app)
     client = sqlite_app.test_client()
     sub_id = upload(client, course.alice, REFERENCE).get_json()["id"]
     r = client.get(f"/api/v1/submissions/{sub_id}/result", headers=Course.auth(course.alice))
+    assert r.status_code == 200, r.get_json()
+    assert r.get_json()["partial"] is True and r.get_json()["status"] == "queued", r.get_json()
+    with get_db(sqlite_app).session() as s:
+        s.get(Submission, sub_id).status = "failed"
+    r = client.get(f"/api/v1/submissions/{sub_id}/result", headers=Course.auth(course.alice))
     assert r.status_code == 404, r.get_json()
-    assert r.get_json()["error"] == "not_graded" and r.get_json()["status"] == "queued", r.get_json()
+    assert r.get_json()["error"] == "not_graded" and r.get_json()["status"] == "failed", r.get_json()

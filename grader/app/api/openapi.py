@@ -94,7 +94,21 @@ def schemas() -> dict:
             "score": {"type": ["object", "null"], "description": "rubric score; null until a rubric scored it"},
             "rubric_version": {"type": ["string", "null"]}, "current": {"type": "boolean"},
             "previous": {"type": "object", "description": "the score of the request before (after a regrade)"},
-            "diff": {"description": "what changed between the previous score and this one"}}},
+            "diff": {"description": "what changed between the previous score and this one"},
+            "partial": {"type": "boolean", "description": "false: a stored result (see PartialResult)"}}},
+        "PartialResult": {"type": "object", "description": "a submission queued or running that has no result yet: "
+                          "the checks decided so far, each exactly as it will be in the final report",
+                          "properties": {
+            "submission": {"type": "integer"}, "request": {"type": "integer"},
+            "partial": {"type": "boolean", "const": True}, "current": {"type": "boolean", "const": False},
+            "status": {"type": "string", "enum": ["queued", "running"]},
+            "progress": {"type": ["object", "null"], "description": "as in Submission"},
+            "report": {"type": "object", "properties": {"checks": {
+                "type": "array", "items": {"type": "object"},
+                "description": "the verdicts decided so far (a check's result as in the report), in check order"}}},
+            "score": {"type": "null", "description": "no score until the result is stored"},
+            "pending": {"type": "array", "items": {"type": "string"}, "description": "the checks still to come"},
+            "message": {"type": "string"}}},
         "Attempt": {"type": "object", "properties": {
             "request": {"type": "integer"}, "number": {"type": "integer"}, "worker": {"type": "string"},
             "task_id": {"type": ["string", "null"]}, "started_at": DT, "finished_at": DT,
@@ -159,7 +173,9 @@ def paths() -> dict:
                       {"200": {"description": "OK", "content": {"text/x-python": {"schema": {"type": "string"}}}}}
                       | errors(401, 404), [SID])},
         "/api/v1/submissions/{submission_id}/result": {
-            "get": op("results", "The latest result and its score", ok(ref("Result")) | errors(401, 404), [SID])},
+            "get": op("results", "The latest result and its score; while a submission without a result is queued or "
+                      "running, the verdicts decided so far (partial: true, no score); 404 not_graded when it failed",
+                      ok({"oneOf": [ref("Result"), ref("PartialResult")]}) | errors(401, 404), [SID])},
         "/api/v1/submissions/{submission_id}/results": {
             "get": op("results", "Every grading request's result (regrades keep the old ones)",
                       ok({"type": "array", "items": ref("Result")}) | errors(401, 404), [SID])},

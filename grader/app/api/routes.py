@@ -314,12 +314,34 @@ def get_result(submission_id):
     s = session()
     sub = visible_submission(s, submission_id)
     result = store.latest_result(s, sub)
+    if result is None and sub.status in ("queued", "running"):
+        return jsonify(partial_json(sub))
     if result is None:
         return error(404, "not_graded", f"submission {sub.id} has no result yet (status: {sub.status})",
                      status=sub.status)
     d = result_json(s, sub, result)
     d["current"] = sub.status == "done"  # False while a regrade is queued or running
+    d["partial"] = False
     return jsonify(d)
+
+
+def partial_verdicts(sub: Submission) -> list[dict]:
+    """The checks the judge has decided so far for the running attempt, in the assignment's order. A student sees
+    them as in the final report: check verdicts are never hidden (only rubric items are, in the score)."""
+    checks = list(sub.assignment.checks or []) or list(check_ids())
+    found = {c.get("id"): c for c in sub.partial or [] if isinstance(c, dict)}
+    return [found[cid] for cid in checks if cid in found]
+
+
+def partial_json(sub: Submission) -> dict:
+    """A submission still queued or running: the verdicts decided so far, no score until the result is stored."""
+    checks = partial_verdicts(sub)
+    done = {c["id"] for c in checks}
+    return {"submission": sub.id, "request": sub.request, "partial": True, "current": False, "status": sub.status,
+            "progress": progress(sub), "report": {"checks": checks}, "score": None,
+            "pending": [cid for cid in list(sub.assignment.checks or []) or list(check_ids()) if cid not in done],
+            "message": f"submission {sub.id} is {sub.status}: the checks decided so far; the score comes with the "
+                       "result"}
 
 
 @bp.get("/submissions/<int:submission_id>/results")

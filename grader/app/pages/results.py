@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 from ...feedback import what_to_fix
 from ...registry import check_registry, hint
 from .. import coursework, scoring, store
-from ..api.routes import progress
+from ..api.routes import partial_verdicts, progress
 from ..models import Release, Submission
 from .charts import loss_chart
 
@@ -139,7 +139,20 @@ def status_json(s: Session, sub: Submission) -> dict:
     else:
         text = "Grading could not be completed on our side; your instructor can see why and regrade it"
     return {"id": sub.id, "status": sub.status, "queue_position": position, "progress": prog, "text": text,
-            "finished": sub.status in ("done", "failed")}
+            "finished": sub.status in ("done", "failed"), "verdicts": live_verdicts(sub)}
+
+
+def live_verdicts(sub: Submission) -> list[dict]:
+    """While grading runs: each check decided so far (the API's partial result), as the status box lists it."""
+    if sub.status not in ("queued", "running"):
+        return []
+    rows = []
+    for c in partial_verdicts(sub):
+        status = str(c.get("status"))
+        rows.append({"id": c.get("id"), "status": status, "badge": {"missing": "not run"}.get(status, status),
+                     "title": getattr(check_registry().get(c.get("id")), "title", None) or c.get("id"),
+                     "message": str(c.get("message") or "")})
+    return rows
 
 
 def manual_form_items(scored: dict | None, manual: dict | None) -> list[dict]:

@@ -1,5 +1,6 @@
 /* Progressive enhancement only: every page works without this file.
-   - the status box polls its JSON endpoint and reloads the page once grading has finished;
+   - the status box polls its JSON endpoint and reloads the page once grading has finished; the header's badge
+     follows the same status field, and the checks decided so far are listed under the box as they come;
    - line charts get a hover readout (the server already drew them as SVG);
    - a table too wide for the screen scrolls in its box, which then takes keyboard focus (arrow keys scroll it);
    - the outcome of a form (the manual grades' "Saved" or "Nothing was saved") takes focus where it is shown.
@@ -23,6 +24,8 @@
           text.textContent = s.text;
           box.className = "status-box s-" + s.status;
           box.setAttribute("data-status", s.status);
+          liveBadges(s.status);  // one status source: the box and the header's badge never disagree
+          liveVerdicts(s.verdicts || []);
           if (s.finished) { window.location.reload(); return; }
           last = box.className;
           setTimeout(tick, every);
@@ -34,6 +37,42 @@
         });
     }
     setTimeout(tick, every);
+  }
+
+  function badge(status, text) {
+    var b = document.createElement("span");
+    b.className = "badge s-" + status;
+    b.textContent = text || status;
+    return b;
+  }
+
+  function liveBadges(status) {
+    Array.prototype.forEach.call(document.querySelectorAll("[data-live-status]"), function (b) {
+      b.className = "badge s-" + status;
+      b.textContent = status;
+    });
+  }
+
+  // The same list the server renders in the status_box macro: a badge, the check's title, its message.
+  function liveVerdicts(verdicts) {
+    var list = document.querySelector("[data-live-verdicts]");
+    if (!list || list.children.length === verdicts.length) return;  // unchanged: nothing re-announced
+    while (list.firstChild) list.removeChild(list.firstChild);
+    verdicts.forEach(function (c) {
+      var li = document.createElement("li"), title = document.createElement("strong");
+      var message = document.createElement("span");
+      li.className = "live-verdict s-" + c.status;
+      title.textContent = c.title;
+      message.className = "muted";
+      message.textContent = c.message;
+      li.appendChild(badge(c.status, c.badge));
+      li.appendChild(document.createTextNode(" "));
+      li.appendChild(title);
+      li.appendChild(document.createTextNode(" "));
+      li.appendChild(message);
+      list.appendChild(li);
+    });
+    list.hidden = verdicts.length === 0;
   }
 
   var SVGNS = "http://www.w3.org/2000/svg";

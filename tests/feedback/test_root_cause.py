@@ -1,20 +1,19 @@
 """Root cause by substitution (grader/rootcause.py): a model-level failure is attributed to a contract function's
 check only when the judge's version of that function makes the check pass, and never otherwise.
 
-The submissions in tests/feedback/models are the references with one bug each in a contract function (one per
-function, both tracks), and three where a function is wrong but a model-level failure comes from elsewhere.
+The submissions (tests/feedback/bugs.py, made at test time) are the references with one bug each in a contract
+function (one per function, both tracks), and three where a function is wrong but a model-level failure comes from elsewhere.
 Training and evaluation are left out: they are never re-run, so never attributed.
 """
-from pathlib import Path
-
 import pytest
 
 from grader.rootcause import COVERS
 from tests.support.grading import REFERENCES, explain, grade_text, statuses
 
+from . import bugs
+
 pytestmark = pytest.mark.slow
 
-MODELS = Path(__file__).resolve().parent / "models"
 ONLY = ("split_heads", "attention_sdpa", "rope", "gradient_path", "causality", "padding", "kv_cache",
         "checkpoint_reload")
 MODEL_LEVEL = {"gradient_path", "causality", "padding", "kv_cache", "checkpoint_reload"}
@@ -34,8 +33,8 @@ BUGS = {
     "rope_ignores_positions": ("rope", "apply_rope", {"lm": {"kv_cache"}, "reverse": {"kv_cache"}}),
 }
 
-# where the cause is elsewhere: file -> (the function check that fails, model-level checks failing for another reason
-# (no root cause), model-level checks that the function explains (root cause))
+# where the cause is elsewhere: known-bad name -> (the function check that fails, model-level checks failing for
+# another reason (no root cause), model-level checks that the function explains (root cause))
 ELSEWHERE = {
     # no 1/sqrt(Dh) (attention_sdpa fails) and an off-by-one causal mask in the model
     "scale_and_causal_leak_reverse": ("attention_sdpa", {"causality", "kv_cache"}, {}),
@@ -47,7 +46,7 @@ ELSEWHERE = {
 
 
 def graded(name: str) -> dict:
-    return grade_text((MODELS / f"{name}.py").read_text(), only=ONLY)
+    return grade_text(bugs.source(name), only=ONLY)
 
 
 def root_causes(report: dict) -> dict:
@@ -64,7 +63,7 @@ def test_one_known_bad_submission_per_contract_function_and_track():
     assert covered == {fn for fns in COVERS.values() for fn in fns}, "every function COVERS names has a bug here"
     for bug in BUGS:
         for track in TRACKS:
-            assert (MODELS / f"{bug}_{track}.py").is_file(), f"{bug}_{track}.py is missing"
+            assert f"{bug}_{track}" in bugs.BUGS, f"no known-bad {bug}_{track} in tests/feedback/bugs.py"
 
 
 @pytest.mark.parametrize("track", TRACKS)
@@ -118,7 +117,7 @@ def test_the_diagnosis_changes_no_status_or_message(monkeypatch):
 
     with_diagnosis = graded("split_no_transpose_lm")
     monkeypatch.setattr(grader.judge, "attribute", lambda *args, **kwargs: None)
-    without = grade_text((MODELS / "split_no_transpose_lm.py").read_text(), only=ONLY, stage_s=29.0)  # uncached
+    without = grade_text(bugs.source("split_no_transpose_lm"), only=ONLY, stage_s=29.0)  # uncached
     assert root_causes(with_diagnosis) and not root_causes(without)
     assert results_but_root_causes(with_diagnosis) == results_but_root_causes(without)
 

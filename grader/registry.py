@@ -2,7 +2,7 @@
 never import torch.
 
 A check is a module grader/checks/<id>.py that declares, as literal constants at its top, ID, TITLE, HINT, ORDER,
-NEEDS_TRACK and METRICS, and defines plan(ctx) (the stages its probes run in the sandbox) and verdict(ctx, stages,
+NEEDS_TRACK and METRICS (and FUNCTIONS, when it tests contract functions on their own), and defines plan(ctx) (the stages its probes run in the sandbox) and verdict(ctx, stages,
 outcomes). Modules without an ID (base, batches, sensitivity) are helpers. docs/adding-a-check.md has the rest.
 """
 import ast
@@ -12,6 +12,7 @@ from pathlib import Path
 
 CHECKS_DIR = Path(__file__).resolve().parent / "checks"
 FIELDS = ("ID", "TITLE", "HINT", "ORDER", "NEEDS_TRACK", "METRICS")
+OPTIONAL = {"FUNCTIONS": ()}  # declared by the checks that test contract functions on their own
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,7 @@ class Check:
     needs_track: bool  # True: it builds the model, so it runs only on a submission that declares its TRACK
     metrics: tuple[str, ...]  # the metrics it may report (rubric thresholds are validated against them)
     module: str  # its module in grader.checks, named after the id (read_check insists)
+    functions: tuple[str, ...] = ()  # the contract functions it tests on their own (root causes name them)
 
 
 def declared(path: Path) -> dict:
@@ -32,7 +34,7 @@ def declared(path: Path) -> dict:
     for node in ast.parse(path.read_text(encoding="utf-8")).body:
         if isinstance(node, ast.Assign):
             for target in node.targets:
-                if isinstance(target, ast.Name) and target.id in FIELDS:
+                if isinstance(target, ast.Name) and (target.id in FIELDS or target.id in OPTIONAL):
                     try:
                         found[target.id] = ast.literal_eval(node.value)
                     except ValueError:
@@ -46,14 +48,17 @@ def read_check(path: Path, fields: dict) -> Check:
     missing = [f for f in FIELDS if f not in fields]
     if missing:
         raise RuntimeError(f"{path} declares ID but not {', '.join(missing)} (docs/adding-a-check.md)")
-    kinds = {"ID": str, "TITLE": str, "HINT": str, "ORDER": int, "NEEDS_TRACK": bool, "METRICS": tuple}
+    fields = {**OPTIONAL, **fields}
+    kinds = {"ID": str, "TITLE": str, "HINT": str, "ORDER": int, "NEEDS_TRACK": bool, "METRICS": tuple,
+             "FUNCTIONS": tuple}
     for name, kind in kinds.items():
         if not isinstance(fields[name], kind) or (kind is int and isinstance(fields[name], bool)):
             raise RuntimeError(f"{path}: {name} must be a {kind.__name__}, not {fields[name]!r}")
     if fields["ID"] != path.stem:
         raise RuntimeError(f"{path}: ID {fields['ID']!r} differs from the module's name")
     return Check(id=fields["ID"], title=fields["TITLE"], hint=fields["HINT"], order=fields["ORDER"],
-                 needs_track=fields["NEEDS_TRACK"], metrics=tuple(fields["METRICS"]), module=path.stem)
+                 needs_track=fields["NEEDS_TRACK"], metrics=tuple(fields["METRICS"]), module=path.stem,
+                 functions=tuple(fields["FUNCTIONS"]))
 
 
 @lru_cache(maxsize=1)

@@ -17,10 +17,12 @@ from dataclasses import replace
 
 import torch
 
+from .registry import check_registry
+
 log = logging.getLogger(__name__)
 
-# A contract function's check -> the functions it covers (each one the harness can substitute).
-COVERS = {"split_heads": ("split_heads", "merge_heads"), "attention_sdpa": ("attention",), "rope": ("apply_rope",)}
+# A contract function's check -> the functions it covers (each one the harness can substitute): their FUNCTIONS.
+COVERS = {c.id: c.functions for c in check_registry().values() if c.functions}
 DIAGNOSED = ("fail", "error")  # a model-level check's statuses that a substitution may explain
 NOT_FAILED = ("pass", "skipped")  # a function check with one of these is never named
 MIN_BUDGET_S = 5.0  # a substituted stage's time: this, or 4 times what the stage took, within the stage limit

@@ -14,6 +14,7 @@ ID = "attention_sdpa"
 TITLE = "Attention equals scaled dot-product attention"
 HINT = "the softmax axis (must be the keys), the 1/√Dh scale, masked_fill with −∞"
 ORDER = 20
+FUNCTIONS = ("attention",)  # the contract functions it tests on their own
 NEEDS_TRACK = False
 # metrics this check may report (the rubric validates thresholds against them)
 METRICS = ("max_abs_diff",)

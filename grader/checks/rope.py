@@ -10,6 +10,7 @@ ID = "rope"
 TITLE = "Rotary position embedding"
 HINT = "signs in the 2×2 rotation, the frequency formula, positions not converted to float"
 ORDER = 30
+FUNCTIONS = ("apply_rope",)  # the contract functions it tests on their own
 NEEDS_TRACK = False
 # metrics this check may report (the rubric validates thresholds against them)
 METRICS = ("pairing",)

@@ -10,6 +10,7 @@ ID = "split_heads"
 TITLE = "Head split and merge"
 HINT = "the reshape in split_heads: reshape to (B, T, H, Dh), then transpose(1, 2)"
 ORDER = 10
+FUNCTIONS = ("split_heads", "merge_heads")  # the contract functions it tests on their own
 NEEDS_TRACK = False
 # metrics this check may report (the rubric validates thresholds against them)
 METRICS = ("max_abs_diff", "mismatched", "compared", "worst_index")

@@ -6,6 +6,7 @@ from flask import Flask, jsonify, request
 from werkzeug.exceptions import HTTPException
 
 from ..configs import check_steps
+from ..registry import check_registry
 from ..source import MAX_BYTES
 from . import api, db as database, instance, pages
 from .config import PREFIX, Defaults, instance_path
@@ -43,7 +44,6 @@ def create_app(test_config: dict | None = None) -> Flask:
 
     celery_init_app(app)
 
-    from ..registry import check_registry
     check_registry()  # parse the check list now, before any request thread (ast.parse is not thread-safe here)
     app.register_blueprint(api.bp)
     app.register_error_handler(HTTPException, _http_error)

@@ -26,7 +26,7 @@ def parse_roster(text: str) -> list[dict]:
                           "the CSV needs a header row with a 'username' column, optionally 'name' and 'email'")
     reader.fieldnames = header
     rows, seen = [], {}
-    for line, row in _numbered(reader):
+    for line, row in numbered(reader):
         username = (row.get("username") or "").strip()
         if not username:
             if any((v or "").strip() for v in row.values() if isinstance(v, str)):
@@ -47,13 +47,16 @@ def _fieldnames(reader: csv.DictReader) -> list[str]:
         raise RosterError(f"line 1: {exc}") from None
 
 
-def _numbered(reader: csv.DictReader):
-    """(line, row) pairs; the line is where the row ends (its only line unless a quoted cell holds a newline)."""
+def numbered(reader: csv.DictReader, refuse=lambda line, exc: RosterError(f"line {line}: {exc}")):
+    """(line, row) pairs; the line is where the row ends (its only line unless a quoted cell holds a newline).
+
+    An unreadable line raises refuse(line, csv.Error): the caller's error, naming the line its way.
+    """
     while True:
         try:
             row = next(reader)
         except StopIteration:
             return
         except csv.Error as exc:
-            raise RosterError(f"line {reader.line_num}: {exc}") from None
+            raise refuse(reader.line_num, exc) from None
         yield reader.line_num, row

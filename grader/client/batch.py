@@ -19,7 +19,7 @@ from pathlib import Path
 from rubric import gradescope_results
 from rubric.export import number_cell, text_cell
 
-from ..roster import RosterError, parse_roster
+from ..roster import RosterError, numbered, parse_roster
 from .http import ApiError, Client, ClientError
 
 DEFAULT_PATTERN = r"^(?P<student>[^_.\s]+)"  # alice.py, alice_transformer.py -> alice
@@ -141,7 +141,7 @@ def read_manifest(path, files=None) -> list[Item]:
         raise BatchError(f"{path} line 1: missing column {' and '.join(missing)} (the header has: "
                          f"{', '.join(header)}); expected file,student")
     items, students, seen_files = [], {}, {}
-    for line, row in numbered(reader, path):
+    for line, row in numbered(reader, lambda line, exc: BatchError(f"{path} line {line}: {exc}")):
         name, student = (row.get(file_col) or "").strip(), (row.get(student_col) or "").strip()
         if not name and not student:
             continue  # a blank line
@@ -167,18 +167,6 @@ def read_manifest(path, files=None) -> list[Item]:
             raise BatchError(f"{unknown[0]} is not in the manifest {path}{more}")
         items = [listed[f.resolve()] for f in files]
     return items
-
-
-def numbered(reader: csv.DictReader, path):
-    """(line, row) pairs; the line is where the row ends (its only line unless a quoted cell holds a newline)."""
-    while True:
-        try:
-            row = next(reader)
-        except StopIteration:
-            return
-        except csv.Error as exc:
-            raise BatchError(f"{path} line {reader.line_num}: {exc}") from None
-        yield reader.line_num, row
 
 
 def read_roster(path) -> list[dict]:

@@ -2,17 +2,16 @@
 as it is final, every check exactly once, each one equal to the report's entry, in a report that is the same as
 without on_event."""
 import time
-from pathlib import Path
 
 import pytest
 
 from grader.judge import Options, grade_bytes
 from grader.sandbox import Limits
+from tests.feedback import bugs
 from tests.support.grading import REFERENCES, explain, grade_text
 
 pytestmark = pytest.mark.slow
 
-MODELS = Path(__file__).resolve().parent / "feedback" / "models"
 LATE = {"training", "evaluation"}  # the checks that need the judge's training run
 
 
@@ -53,7 +52,7 @@ def test_each_verdict_is_sent_once_and_equals_the_report_entry_and_comes_before_
 @pytest.mark.parametrize("name", ["split_no_transpose_lm", "rope_and_padding_inverted_lm"])
 def test_a_verdict_that_a_root_cause_may_change_is_sent_only_at_the_end(name):
     only = ("split_heads", "attention_sdpa", "rope", "causality", "padding", "kv_cache")
-    report, events = graded_live((MODELS / f"{name}.py").read_text(), only=only)
+    report, events = graded_live(bugs.source(name), only=only)
     sent = verdicts(events)
     final = {c["id"]: c for c in report["checks"]}
     assert [c["id"] for c in sent] != [] and sorted(c["id"] for c in sent) == sorted(final)

@@ -156,7 +156,9 @@ def test_students_see_titles_what_a_score_is_out_of_and_why(site):
 def test_a_keyboard_alone_skips_to_the_content_and_submits_a_module(site, tmp_path):
     page = site.page(None, 390)
     page.goto(site.url + "/signin")
-    page.keyboard.type("bob")  # the roster id field has the focus
+    # the roster id field has the focus (autofocus); wait for it, or a loaded machine types before it is there
+    page.wait_for_function("document.activeElement && document.activeElement.name === 'username'")
+    page.keyboard.type("bob")
     page.keyboard.press("Tab")
     page.keyboard.type(site.course.bob)
     page.keyboard.press("Enter")

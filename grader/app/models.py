@@ -1,5 +1,6 @@
-"""The tables: assignments, the roster, tokens, submissions, grading attempts, results and their scores;
-instructor accounts, uploaded reports, manual-grade history, releases and rate events."""
+"""The tables: assignments with their rubrics, rules and extensions, the roster, tokens, submissions, grading
+attempts, results and their scores; instructor accounts, uploaded reports, manual-grade history, line comments,
+feedback visibility, releases and rate events."""
 from datetime import datetime, timezone
 
 from sqlalchemy import (JSON, DateTime, Float, ForeignKey, Index, Integer, LargeBinary, MetaData, String, Text,
@@ -14,6 +15,11 @@ NAMING = {"ix": "ix_%(column_0_label)s", "uq": "uq_%(table_name)s_%(column_0_N_n
           "pk": "pk_%(table_name)s"}
 Json = JSON().with_variant(JSONB(), "postgresql")
 SUBMISSION_STATUSES = ("queued", "running", "done", "failed")  # failed: infrastructure gave up; never a student's failure
+# draft: instructors only; open: students see it and upload (from opens_at); closed: students see it, no uploads;
+# archived: kept for the record, hidden from students and from the instructor's default lists.
+ASSIGNMENT_STATES = ("draft", "open", "closed", "archived")
+# What a student sees of a rubric item's result: nothing, its points, points and the check's verdict line, or all of it.
+FEEDBACK_LEVELS = ("hidden", "points", "summary", "full")
 
 
 def utcnow() -> datetime:
@@ -25,8 +31,22 @@ class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING)
 
 
+class RubricVersion(Base):
+    """A rubric file as loaded, kept whole so an assignment's scores always come from the text it was pinned to."""
+    __tablename__ = "rubrics"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    version: Mapped[str] = mapped_column(String(64))  # the file's `version`
+    digest: Mapped[str] = mapped_column(String(64), unique=True)  # sha256 of the text: the same file is one row
+    title: Mapped[str] = mapped_column(String(200), default="")
+    filename: Mapped[str] = mapped_column(String(255), default="")
+    text: Mapped[str] = mapped_column(Text)
+    instructor_id: Mapped[int | None] = mapped_column(ForeignKey("instructors.id"))
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
 class Assignment(Base):
-    """What is graded and how: which checks, the seed (never shown to students) and the limits."""
+    """What is graded and how: which checks, the seed (never shown to students) and the limits; and the course
+    rules: its pinned rubric, state, dates and policy overrides (a rule absent from `rules` is the rubric's)."""
     __tablename__ = "assignments"
     id: Mapped[int] = mapped_column(primary_key=True)
     slug: Mapped[str] = mapped_column(String(64), unique=True)
@@ -35,7 +55,15 @@ class Assignment(Base):
     checks: Mapped[list] = mapped_column(Json, default=list)  # empty: every check, as `grader check`
     seed: Mapped[int | None] = mapped_column(Integer)  # None: the judge's default, as `grader check`
     limits: Mapped[dict] = mapped_column(Json, default=dict)  # Limits fields, e.g. {"stage_s": 20}
+    rubric_id: Mapped[int | None] = mapped_column(ForeignKey("rubrics.id"))  # None: the packaged rubric
+    state: Mapped[str] = mapped_column(String(16), default="open")  # ASSIGNMENT_STATES
+    opens_at: Mapped[datetime | None] = mapped_column(DateTime)  # naive UTC; None: open as soon as the state is
+    due_at: Mapped[datetime | None] = mapped_column(DateTime)  # naive UTC; None: the rubric policy's deadline
+    # Overrides of the rubric's [policy]: grace_minutes, late_penalty_per_day, late_penalty_max,
+    # attempts_per_period, period, timezone, counts (best | latest | chosen)
+    rules: Mapped[dict] = mapped_column(Json, default=dict)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    rubric: Mapped[RubricVersion | None] = relationship()
 
 
 class Student(Base):
@@ -46,6 +74,25 @@ class Student(Base):
     name: Mapped[str] = mapped_column(String(200), default="")
     email: Mapped[str] = mapped_column(String(200), default="")
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    # Deactivated: cannot sign in or upload, still on the roster. Removed: off the roster and the gradebook.
+    # Either way their submissions are kept.
+    deactivated_at: Mapped[datetime | None] = mapped_column(DateTime)
+    removed_at: Mapped[datetime | None] = mapped_column(DateTime)
+
+
+class Extension(Base):
+    """One student's own rules for an assignment: a later due date, extra attempts, or both."""
+    __tablename__ = "extensions"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    assignment_id: Mapped[int] = mapped_column(ForeignKey("assignments.id", ondelete="CASCADE"), index=True)
+    student_id: Mapped[int] = mapped_column(ForeignKey("students.id"), index=True)
+    due_at: Mapped[datetime | None] = mapped_column(DateTime)  # naive UTC; None: the assignment's
+    extra_attempts: Mapped[int] = mapped_column(Integer, default=0)  # added to every period's limit
+    reason: Mapped[str] = mapped_column(Text, default="")
+    instructor_id: Mapped[int | None] = mapped_column(ForeignKey("instructors.id"))
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+    __table_args__ = (UniqueConstraint("assignment_id", "student_id"),)
 
 
 class Token(Base):
@@ -90,6 +137,8 @@ class Submission(Base):
     not_before: Mapped[datetime | None] = mapped_column(DateTime)  # a retry's backoff: the sweeper waits
     error: Mapped[str | None] = mapped_column(Text)  # the last infrastructure error (instructors only)
     manual: Mapped[dict | None] = mapped_column(Json)  # the instructor's points for manual rubric items
+    chosen_at: Mapped[datetime | None] = mapped_column(DateTime)  # the student chose this one to count ("chosen")
+    grader_id: Mapped[int | None] = mapped_column(ForeignKey("instructors.id"))  # who grades its manual items
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     started_at: Mapped[datetime | None] = mapped_column(DateTime)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime)
@@ -185,6 +234,33 @@ class ManualGrade(Base):
     instructor_id: Mapped[int | None] = mapped_column(ForeignKey("instructors.id"))
     comment: Mapped[str] = mapped_column(Text, default="")
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class LineComment(Base):
+    """A grader's comment on one line of a submitted file, shown to the student with the source."""
+    __tablename__ = "line_comments"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    submission_id: Mapped[int] = mapped_column(ForeignKey("submissions.id", ondelete="CASCADE"), index=True)
+    line: Mapped[int] = mapped_column(Integer)  # 1-based
+    text: Mapped[str] = mapped_column(Text)
+    instructor_id: Mapped[int | None] = mapped_column(ForeignKey("instructors.id"))
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class FeedbackRule(Base):
+    """What students of an assignment see of one rubric item (or a whole category, by its id): a level now, and
+    optionally another from a date on (e.g. "points" until the due date, then "full")."""
+    __tablename__ = "feedback_rules"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    assignment_id: Mapped[int] = mapped_column(ForeignKey("assignments.id", ondelete="CASCADE"), index=True)
+    key: Mapped[str] = mapped_column(String(64))  # an item id or a category id
+    level: Mapped[str] = mapped_column(String(16))  # FEEDBACK_LEVELS
+    later_level: Mapped[str | None] = mapped_column(String(16))
+    switch_at: Mapped[datetime | None] = mapped_column(DateTime)  # naive UTC: later_level from then on
+    instructor_id: Mapped[int | None] = mapped_column(ForeignKey("instructors.id"))
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+    __table_args__ = (UniqueConstraint("assignment_id", "key"),)
 
 
 class Release(Base):

@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from . import accounts, scoring, store
 from .files import clean_filename
-from .models import Assignment, Instructor, ManualGrade, Release, Report, Result, Score, Student, Submission, utcnow
+from .models import Assignment, Instructor, ManualGrade, Report, Result, Score, Student, Submission, utcnow
 from .store import StoreError
 
 REPORT_KINDS = {".pdf": "pdf", ".md": "markdown", ".markdown": "markdown", ".txt": "markdown"}
@@ -26,18 +26,23 @@ def score_of(s: Session, result: Result, rubric_version: str | None = None) -> S
     q = select(Score).where(Score.result_id == result.id)
     if rubric_version is not None:
         q = q.where(Score.rubric_version == rubric_version)
-    return s.scalar(q.order_by(Score.id.desc()).limit(1))
+    # Newest by when it was computed: a rescore under a rubric pinned again updates its older row in place.
+    return s.scalar(q.order_by(Score.created_at.desc(), Score.id.desc()).limit(1))
 
 
-def score_result(s: Session, result: Result, rubric=None, stored: list | None = None) -> Score | None:
-    """Compute and store (or replace) the result's score under the current rubric; None without a rubric.
+def score_result(s: Session, result: Result, rubric=None, stored: list | None = None, rules=None) -> Score | None:
+    """Compute and store (or replace) the result's score under its assignment's rubric and rules (the student's
+    extension included); None without a rubric.
 
     The score is a function of stored data only: the report, the manual grades and the upload time (late penalty).
     stored: the result's Score rows, oldest first, when the caller loaded them (rescore: one query for all, and
-    one flush at the end).
+    one flush at the end). rules: the submission's rules.rules_for, when the caller has them.
     """
     sub = s.get(Submission, result.submission_id)
-    scored = scoring.compute(result.report, sub.manual, rubric, submitted_at=sub.created_at)
+    if rules is None:
+        from .rules import rules_for
+        rules = rules_for(s, sub.assignment, sub.student)
+    scored = scoring.compute(result.report, sub.manual, rubric, submitted_at=sub.created_at, rules=rules)
     if scored is None:
         return None
     version = str(scored.get("rubric_version"))
@@ -59,7 +64,8 @@ def scores_by_result(s: Session, result_ids: list[int]) -> dict[int, list[Score]
     found: dict[int, list[Score]] = {}
     for start in range(0, len(result_ids), 500):  # bounded IN lists
         chunk = result_ids[start:start + 500]
-        for row in s.scalars(select(Score).where(Score.result_id.in_(chunk)).order_by(Score.id)):
+        q = select(Score).where(Score.result_id.in_(chunk)).order_by(Score.created_at, Score.id)
+        for row in s.scalars(q):
             found.setdefault(row.result_id, []).append(row)
     return found
 
@@ -75,27 +81,33 @@ def set_manual(s: Session, sub: Submission, grades: dict) -> Score | None:
 
 
 def rescore(s: Session, assignment: Assignment | None = None) -> dict:
-    """Recompute every stored result's score with the current rubric (no student code runs)."""
-    rubric = scoring.reload_rubric()
-    if rubric is None:
+    """Recompute every stored result's score with its assignment's rubric and rules (no student code runs); the
+    packaged rubric file is read again first."""
+    from .rules import rules_for
+    packaged = scoring.reload_rubric()
+    if packaged is None:
         raise StoreError("the rubric package is not available", 503)
     q = select(Result, Submission).join(Submission, Submission.id == Result.submission_id)
     if assignment is not None:
         q = q.where(Submission.assignment_id == assignment.id)
     rows = s.execute(q.order_by(Result.id)).all()
     stored = scores_by_result(s, [result.id for result, _ in rows])
-    changed, count = [], 0
+    changed, count, rules_of = [], 0, {}
     for result, sub in rows:
+        key = (sub.assignment_id, sub.student_id)
+        if key not in rules_of:  # one rules_for per student and assignment, not per result
+            rules_of[key] = rules_for(s, sub.assignment, sub.student)
         mine = stored.get(result.id, [])
         # What the newest score said, read before it may be updated in place (same rubric version).
         before = (mine[-1].total, mine[-1].rubric_version, mine[-1].score) if mine else None
-        after = score_result(s, result, rubric, stored=mine)
+        after = score_result(s, result, stored=mine, rules=rules_of[key])
         count += 1
         if before is not None and (before[0] != after.total or before[1] != after.rubric_version):
             changed.append({"submission": sub.id, "request": result.request, "before": before[0],
                             "after": after.total, "rubric_before": before[1],
                             "diff": scoring.diff(before[2], after.score)})
     s.flush()
+    rubric = rules_for(s, assignment).rubric if assignment is not None else packaged
     return {"rubric_version": str(rubric.version), "rescored": count, "changed": changed}
 
 
@@ -207,40 +219,43 @@ def manual_history(s: Session, sub: Submission) -> list[tuple[ManualGrade, str]]
 
 
 def released_keys(s: Session, assignment: Assignment) -> set[str]:
-    """Item and category ids released to the assignment's students."""
-    return set(s.scalars(select(Release.key).where(Release.assignment_id == assignment.id)))
+    """Item and category ids students of the assignment see in full now (a release is a level "full")."""
+    from .visibility import level_now, stored_rules
+    return {key for key, rule in stored_rules(s, assignment).items() if level_now(rule) == "full"}
 
 
 def set_releases(s: Session, assignment: Assignment, keys, instructor: Instructor | None) -> set[str]:
-    """Make exactly `keys` (item or category ids of the rubric) released for the assignment."""
-    rubric = scoring.current_rubric()
-    known = {c.id for c in rubric.categories} | {i.id for _, i in rubric.items()} if rubric else set()
+    """Make exactly `keys` (item or category ids of the rubric) released, i.e. at level "full", for the assignment:
+    a key no longer listed that was released goes back to the rubric's default; other levels are left alone."""
+    from .visibility import clear_rule, known_keys, rubric_of, set_rule, stored_rules
+    known = known_keys(rubric_of(s, assignment))
     keys = set(keys)
-    unknown = sorted(keys - known)
+    unknown = sorted(keys - set(known))
     if unknown:
         raise StoreError(f"not in the rubric: {', '.join(unknown)}")
-    current = {r.key: r for r in s.scalars(select(Release).where(Release.assignment_id == assignment.id))}
-    for key in set(current) - keys:
-        s.delete(current[key])
-    for key in keys - set(current):
-        s.add(Release(assignment_id=assignment.id, key=key, instructor_id=instructor.id if instructor else None))
+    current = stored_rules(s, assignment)
+    for key, rule in current.items():
+        if key not in keys and rule.level == "full" and not rule.later_level:
+            clear_rule(s, assignment, key)
+    for key in keys:
+        rule = current.get(key)
+        if rule is None or rule.level != "full" or rule.later_level or rule.id is None:  # None: a Release row
+            set_rule(s, assignment, key, "full", instructor=instructor)
     s.flush()
     return keys
 
 
-def student_score(s: Session, sub: Submission, scored: dict | None, released: set | None = None) -> dict | None:
-    """What the student may see of a score: hidden items only once released for the assignment."""
+def student_score(s: Session, sub: Submission, scored: dict | None, vis=None) -> dict | None:
+    """What the student may see of a score under the assignment's feedback levels (visibility.py)."""
+    from . import visibility
     if scored is None:
         return None
-    rubric = scoring.current_rubric()
-    if rubric is None:
-        return None
-    from rubric import student_view
-    return student_view(scored, rubric, released_keys(s, sub.assignment) if released is None else released)
+    vis = vis or visibility.levels(s, sub.assignment)
+    return visibility.student_score(scored, visibility.rubric_of(s, sub.assignment), vis)
 
 
 def previous_score(s: Session, sub: Submission, result: Result, for_student: bool,
-                   released: set | None = None) -> dict | None:
+                   vis=None) -> dict | None:
     """The grading request before `result` and its score as the caller may see it (None for a first grading).
 
     {"request", "total", "max", "score", "scored"}: "scored" says whether that request has a stored score at all.
@@ -253,7 +268,7 @@ def previous_score(s: Session, sub: Submission, result: Result, for_student: boo
     row = score_of(s, earlier[-1])
     shown = row.score if row else None
     if for_student:
-        shown = student_score(s, sub, shown, released)
+        shown = student_score(s, sub, shown, vis)
     return {"request": earlier[-1].request, "total": shown["total"] if shown else None,
             "max": shown["max"] if shown else None, "score": shown, "scored": row is not None}
 
@@ -272,7 +287,8 @@ def current_scores(s: Session, ids) -> dict[int, tuple[Result, Score | None]]:
         by_result = {r.id: r for r in results}
         scores = {}
         if by_result:
-            for row in s.scalars(select(Score).where(Score.result_id.in_(list(by_result))).order_by(Score.id)):
+            for row in s.scalars(select(Score).where(Score.result_id.in_(list(by_result)))
+                                 .order_by(Score.created_at, Score.id)):
                 scores[row.result_id] = row  # the newest wins
         out.update({r.submission_id: (r, scores.get(r.id)) for r in by_result.values()})
     return out

@@ -27,19 +27,31 @@ def reload_rubric():
 
 
 def policy():
-    """The course policy (attempts, deadline, which submission counts), or None without a rubric."""
+    """The packaged rubric's course policy, or None without a rubric. An assignment's rules: rules.rules_for."""
     rubric = current_rubric()
     return rubric.policy if rubric is not None else None
 
 
-def compute(report: dict, manual: dict | None = None, rubric=None, submitted_at=None) -> dict | None:
-    """The rubric's score for a stored report, with the late penalty for submitted_at (naive UTC)."""
+def compute(report: dict, manual: dict | None = None, rubric=None, submitted_at=None, rules=None) -> dict | None:
+    """The rubric's score for a stored report, with the late penalty for submitted_at (naive UTC).
+
+    rules: the assignment's rules for the submission's student (rules.rules_for): their rubric and late penalty
+    (extension included). Without them, the packaged rubric's own policy (callers that have no assignment).
+    """
+    if rules is not None:
+        rubric = rubric or rules.rubric
     rubric = rubric or current_rubric()
     if rubric is None:
         return None
     from rubric import apply_late_penalty, late_penalty, score
     scored = score(report, rubric, manual=manual or None)
-    fraction = late_penalty(submitted_at, rubric.policy) if submitted_at is not None else 0.0
+    if submitted_at is None:
+        fraction = 0.0
+    elif rules is not None:
+        from .rules import late_fraction
+        fraction = late_fraction(rules, submitted_at)
+    else:
+        fraction = late_penalty(submitted_at, rubric.policy)
     return apply_late_penalty(scored, fraction) if fraction else scored
 
 

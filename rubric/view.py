@@ -3,16 +3,27 @@ from .points import add_points
 from .policy import apply_late_penalty
 
 
-def student_view(score: dict, rubric=None, released=frozenset()) -> dict:
-    """The score without hidden items the instructor has not released (release an item id, or a category id for all
-    its items); totals cover only what is shown, and `hidden` says how many items and points are still to come.
-    Visibility comes from `rubric` when given (so a visibility change needs no rescore), else from the score."""
-    released, decimals = set(released), score.get("decimals", 2)
+LEVELS = ("hidden", "points", "summary", "full")  # what a student sees of an item (grader/app/visibility.py)
+
+
+def student_view(score: dict, rubric=None, released=frozenset(), levels=None) -> dict:
+    """The score as a student may see it. `levels` ({item or category id: level}) sets what is shown of each item:
+    hidden (left out), points (points only), summary (points and a one-line note) or full; an item's own level wins
+    over its category's; an item with neither takes the rubric's visibility (visible: full, hidden: hidden).
+    `released` ids are items or categories at "full" (the releases before levels existed). Totals cover only what
+    is shown, and `hidden` says how many items and points are not shown yet. Visibility comes from `rubric` when
+    given (so a visibility change needs no rescore), else from the score."""
+    levels = {**{key: "full" for key in released}, **(levels or {})}
+    decimals = score.get("decimals", 2)
     categories, hidden = [], []
     for cat in score["categories"]:
         shown = []
         for item in cat["items"]:
-            (shown if visible(item, cat["id"], rubric, released) else hidden).append(item)
+            level = item_level(item, cat["id"], rubric, levels)
+            if level == "hidden":
+                hidden.append(item)
+            else:
+                shown.append(cut(item, level))
         if shown:
             categories.append({**cat, "items": shown, "points": add_points((i["points"] for i in shown), decimals),
                                "max": add_points((i["max"] for i in shown), decimals)})
@@ -28,11 +39,32 @@ def student_view(score: dict, rubric=None, released=frozenset()) -> dict:
     return view
 
 
-def visible(item: dict, category_id: str, rubric, released: set) -> bool:
-    """Visible in the rubric now (or, for an item the rubric no longer has, when scored), or released."""
+def item_level(item: dict, category_id: str, rubric, levels: dict) -> str:
+    """The item's own level, else its category's, else the rubric's visibility now (or, for an item the rubric no
+    longer has, when it was scored)."""
+    if levels.get(item["id"]) in LEVELS:
+        return levels[item["id"]]
+    if levels.get(category_id) in LEVELS:
+        return levels[category_id]
     current = rubric.item(item["id"]) if rubric else None
     shown = current.visibility == "visible" if current else bool(item.get("visible"))
-    return shown or item["id"] in released or category_id in released
+    return "full" if shown else "hidden"
+
+
+def cut(item: dict, level: str) -> dict:
+    """An item row at `level`: points only (no note, no check to open, pending or graded for a status), the
+    points and the note's verdict without its measurements, or all of it."""
+    if level == "points":
+        return {**item, "level": level, "note": "", "check": None,
+                "status": "pending" if item.get("status") == "pending" else "graded"}
+    if level == "summary" and item.get("kind") == "auto" and not item.get("override"):
+        return {**item, "level": level, "note": str(item.get("note") or "").split(": ", 1)[0]}
+    return {**item, "level": level}
+
+
+def visible(item: dict, category_id: str, rubric, released: set) -> bool:
+    """Shown at all with these releases (item or category ids at "full")."""
+    return item_level(item, category_id, rubric, {key: "full" for key in released}) != "hidden"
 
 
 def points_by_check(score: dict) -> dict:

@@ -3,19 +3,14 @@
 Pure functions of a rules.Rules, the attempts left and the time, so the pages and the API say exactly the same.
 """
 import math
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
+
+from .rules import utc
 
 DAY = timedelta(days=1)
 COUNTS = {"best": "Your best submission counts.", "latest": "Your latest submission counts.",
           "chosen": "The submission you choose counts (until you choose one, your latest counts)."}
 PERIOD_WORDS = {"day": "today", "week": "this week", "term": "for this assignment"}
-
-
-def utc(value: datetime | None) -> datetime | None:
-    """Aware UTC (naive values are the store's naive UTC)."""
-    if value is None:
-        return None
-    return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
 
 
 def moment(value: datetime, now: datetime | None = None) -> str:
@@ -86,11 +81,11 @@ def dates(rules, now: datetime) -> str:
 def attempts_words(attempts: dict | None, now: datetime) -> str | None:
     """'7 of 10 attempts left today', or when the next one is allowed; None when unlimited or unknown.
 
-    attempts: {"left": int, "of": int, "period": "day" | "week" | "term", "resets_at": datetime | None}.
+    attempts: rules.attempts_status's {"allowed" (0 = unlimited), "left", "period", "resets_at"}.
     """
-    if not attempts or not attempts.get("of"):
+    if not attempts or not attempts.get("allowed") or attempts.get("left") is None:
         return None
-    of, left, period = attempts["of"], attempts["left"], attempts.get("period", "day")
+    of, left, period = attempts["allowed"], attempts["left"], attempts.get("period", "day")
     when = PERIOD_WORDS.get(period, f"this {period}")
     if left > 0:
         return f"{left} of {of} attempt{'s' * (of != 1)} left {when}."

@@ -47,12 +47,16 @@ def signin():
     if not username or not token:
         return render_template("student/signin.html", username=username,
                                error="Enter your roster id and your access token."), 400
-    principal, failure = guarded_sign_in(
-        f"signin:student:{username}", "Too many failed sign-ins for this roster id",
-        "That roster id and access token do not match an active student token.",
-        lambda s: accounts.authenticate_student(s, username, token),
-        lambda error: render_template("student/signin.html", username=username, error=error),
-        check_first=True)  # a token is 256 random bits: checking it even from a failing address guesses nothing
+    try:
+        principal, failure = guarded_sign_in(
+            f"signin:student:{username}", "Too many failed sign-ins for this roster id",
+            "That roster id and access token do not match an active student token.",
+            lambda s: accounts.authenticate_student(s, username, token),
+            lambda error: render_template("student/signin.html", username=username, error=error),
+            check_first=True)  # a token is 256 random bits: checking it even from a failing address guesses nothing
+    except accounts.Inactive as exc:  # the right token of a deactivated or removed student: say why, not "wrong"
+        return render_template("student/signin.html", username=username,
+                               error=exc.message[0].upper() + exc.message[1:] + "."), 403
     if failure:
         return failure
     student = accounts.get_student(session(), username)

@@ -18,10 +18,16 @@ def text_cell(value) -> str:
     return "'" + text if text.startswith(FORMULA_START) else text
 
 
-def gradebook_csv(rows) -> str:
-    """A row per student, a column per category, then the penalty, total, max, pending manual items and rubric version.
+# Who and which submission, before the points; a row without one of them (an older caller) leaves its cell empty.
+GRADEBOOK_FIRST = ("student", "name", "email", "state", "submission", "submitted_at")
 
-    Each row is a mapping with "student" and "score" (a score dict, or None for a student with nothing counted).
+
+def gradebook_csv(rows) -> str:
+    """A row per student: who (roster id, name, e-mail, roster state), the counted submission's id and time, a column
+    per category, then the late penalty (fraction and points), total, max, pending manual items and rubric version.
+
+    Each row is a mapping with "student" and "score" (a score dict, or None for a student with nothing counted),
+    and optionally the other GRADEBOOK_FIRST keys (submitted_at a datetime or an ISO string).
     """
     rows = list(rows)
     categories = []
@@ -31,15 +37,26 @@ def gradebook_csv(rows) -> str:
                 categories.append(cat["id"])
     out = io.StringIO()
     writer = csv.writer(out)
-    writer.writerow(["student", *categories, "late_penalty", "total", "max", "pending_manual", "rubric_version"])
+    writer.writerow([*GRADEBOOK_FIRST, *categories, "late_penalty_fraction", "late_penalty", "total", "max",
+                     "pending_manual", "rubric_version"])
     for row in rows:
         s = row.get("score") or {}
         points = {c["id"]: c["points"] for c in s.get("categories", [])}
-        writer.writerow([text_cell(row.get("student")), *(number_cell(points.get(c)) for c in categories),
-                         number_cell(s.get("late_penalty", {}).get("points", 0.0) if s else None),
+        late = s.get("late_penalty") or {}
+        writer.writerow([*(text_cell(time_text(row.get(key))) for key in GRADEBOOK_FIRST),
+                         *(number_cell(points.get(c)) for c in categories),
+                         number_cell(late.get("fraction", 0.0) if s else None),
+                         number_cell(late.get("points", 0.0) if s else None),
                          number_cell(s.get("total")), number_cell(s.get("max")),
                          len(s.get("pending_manual", [])) if s else "", text_cell(s.get("rubric_version"))])
     return out.getvalue()
+
+
+def time_text(value):
+    """A datetime as ISO 8601 UTC (naive datetimes are UTC here), anything else as it is."""
+    if hasattr(value, "isoformat"):
+        return value.isoformat(timespec="seconds") + ("Z" if getattr(value, "tzinfo", None) is None else "")
+    return value
 
 
 def gradescope_results(report: dict, score: dict) -> dict:

@@ -11,6 +11,7 @@ from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 from werkzeug.security import check_password_hash, generate_password_hash
 
+from ..roster import student_problems
 from .models import Instructor, Student, Token, utcnow
 from .store import Conflict, NotFound, StoreError
 
@@ -23,27 +24,117 @@ _DUMMY_HASH = generate_password_hash("not a password of anyone's")
 
 # ---------------------------------------------------------------- the roster
 
+STATES = ("active", "deactivated", "removed")
+
+
+class Inactive(StoreError):
+    """A deactivated or removed student's token, sign-in or upload: refused, saying why (403)."""
+    status = 403
+
+
 def add_student(s: Session, username: str, name: str = "", email: str = "") -> Student:
-    """Put a student on the roster."""
-    if not username or len(username) > 64:
-        raise StoreError("username must be 1-64 characters")
-    if s.scalar(select(Student).where(Student.username == username)):
+    """Put a student on the roster; the fields are checked as a roster file's are (grader.roster)."""
+    username, name, email = (username or "").strip(), (name or "").strip(), (email or "").strip()
+    problems = student_problems(username, name, email)
+    if problems:
+        raise StoreError("; ".join(problems))
+    existing = s.scalar(select(Student).where(Student.username == username))
+    if existing is not None and existing.removed_at is not None:
+        raise Conflict(f"student {username!r} was removed from the roster; reactivate them to bring them back "
+                       f"(their submissions were kept)")
+    if existing is not None:
         raise Conflict(f"student {username!r} is already on the roster")
-    student = Student(username=username, name=name or "", email=email or "")
+    student = Student(username=username, name=name, email=email)
     s.add(student)
     s.flush()
     return student
 
 
 def get_student(s: Session, username: str) -> Student:
+    """A student by roster id, removed ones too (instructors still see their submissions)."""
     student = s.scalar(select(Student).where(Student.username == username))
     if student is None:
         raise NotFound(f"no student {username!r} on the roster")
     return student
 
 
-def list_students(s: Session) -> list[Student]:
-    return list(s.scalars(select(Student).order_by(Student.username)))
+def list_students(s: Session, removed: bool = False) -> list[Student]:
+    """The roster: active and deactivated students; removed ones only when asked."""
+    query = select(Student).order_by(Student.username)
+    if not removed:
+        query = query.where(Student.removed_at.is_(None))
+    return list(s.scalars(query))
+
+
+def student_state(student: Student) -> str:
+    """active, deactivated or removed (removal wins: a removed student is off the roster either way)."""
+    if student.removed_at is not None:
+        return "removed"
+    return "deactivated" if student.deactivated_at is not None else "active"
+
+
+def inactive_reason(username: str, deactivated_at, removed_at) -> str | None:
+    """What a student who may not sign in or upload is told, or None for an active student."""
+    if removed_at is not None:
+        return f"the account {username} has been removed from the roster: ask your instructor"
+    if deactivated_at is not None:
+        return f"the account {username} is deactivated: it cannot sign in or upload until your instructor reactivates it"
+    return None
+
+
+def require_active(student: Student) -> Student:
+    """The student, if they may sign in and upload; Inactive otherwise."""
+    reason = inactive_reason(student.username, student.deactivated_at, student.removed_at)
+    if reason:
+        raise Inactive(reason)
+    return student
+
+
+def revoke_student_tokens(s: Session, student: Student) -> int:
+    """Revoke every active token of the student; how many there were."""
+    now, n = utcnow(), 0
+    for row in s.scalars(select(Token).where(Token.student_id == student.id, Token.revoked_at.is_(None))):
+        row.revoked_at, n = now, n + 1
+    return n
+
+
+def deactivate_student(s: Session, username: str) -> Student:
+    """No sign-in or upload (their tokens are kept, refused while deactivated); still on the roster and gradebook."""
+    student = get_student(s, username)
+    if student.removed_at is not None:
+        raise Conflict(f"student {username!r} was removed from the roster; reactivate them first")
+    if student.deactivated_at is None:
+        student.deactivated_at = utcnow()
+    s.flush()
+    return student
+
+
+def reactivate_student(s: Session, username: str) -> Student:
+    """Undo a deactivation or a removal. A removed student's tokens stay revoked: rotate to give them a new one."""
+    student = get_student(s, username)
+    student.deactivated_at = student.removed_at = None
+    s.flush()
+    return student
+
+
+def remove_student(s: Session, username: str) -> tuple[Student, int]:
+    """Off the roster and the gradebook, every token revoked; the submissions are kept. (student, tokens revoked)"""
+    student = get_student(s, username)
+    if student.removed_at is None:
+        student.removed_at = utcnow()
+    revoked = revoke_student_tokens(s, student)
+    s.flush()
+    return student, revoked
+
+
+def rotate_token(s: Session, username: str, label: str = "rotated") -> tuple[Token, str, int]:
+    """Revoke the student's active tokens and issue a new one: (the new row, its plain text shown once, revoked)."""
+    student = get_student(s, username)
+    if student.removed_at is not None:
+        raise Conflict(f"student {username!r} was removed from the roster; reactivate them first")
+    revoked = revoke_student_tokens(s, student)
+    row, plain = issue_token(s, "student", student, label=label)
+    return row, plain, revoked
 
 
 def import_roster(s: Session, rows: list[dict], tokens: bool = True, reissue: bool = False) -> list[dict]:
@@ -64,13 +155,13 @@ def import_roster(s: Session, rows: list[dict], tokens: bool = True, reissue: bo
             except StoreError as exc:
                 raise StoreError(f"line {row['line']}: {exc.message}") from None
             new = True
+        state = student_state(student)
         token = None
-        if tokens and (new or reissue):
+        if tokens and (new or reissue) and state != "removed":  # a removed student comes back only by reactivate
             if not new:
-                for old in s.scalars(select(Token).where(Token.student_id == student.id, Token.revoked_at.is_(None))):
-                    old.revoked_at = utcnow()
+                revoke_student_tokens(s, student)
             token = issue_token(s, "student", student, label="roster import")[1]
-        out.append({"username": username, "name": student.name, "new": new, "token": token})
+        out.append({"username": username, "name": student.name, "new": new, "state": state, "token": token})
     s.flush()
     return out
 
@@ -121,22 +212,32 @@ def list_tokens(s: Session) -> list[Token]:
 
 
 def token_active(s: Session, token_id: int) -> bool:
-    """Still valid: a revoked token signs its browser sessions out too."""
-    return s.scalar(select(Token.id).where(Token.id == token_id, Token.revoked_at.is_(None))) is not None
+    """Still valid: a revoked token, or a deactivated or removed student, signs its browser sessions out too."""
+    return s.scalar(select(Token.id).outerjoin(Student, Student.id == Token.student_id)
+                    .where(Token.id == token_id, Token.revoked_at.is_(None), Student.deactivated_at.is_(None),
+                           Student.removed_at.is_(None))) is not None
 
 
-# Built once (every request runs it): the active token with this hash, and its student's username.
-BY_HASH = (select(Token.id, Token.role, Token.student_id, Student.username)
+# Built once (every request runs it): the token with this hash, whether it is revoked, its student and their state.
+BY_HASH = (select(Token.id, Token.role, Token.revoked_at, Token.student_id, Student.username,
+                  Student.deactivated_at, Student.removed_at)
            .outerjoin(Student, Student.id == Token.student_id)
-           .where(Token.token_hash == bindparam("token_hash"), Token.revoked_at.is_(None)))
+           .where(Token.token_hash == bindparam("token_hash")))
 
 
 def authenticate(s: Session, plain: str) -> Principal | None:
-    """The principal for a token, or None if it is unknown or revoked: one indexed lookup by hash."""
+    """The principal for a token, or None if it is unknown or revoked: one indexed lookup by hash.
+
+    A deactivated student's token, or a removed student's (revoked at removal), raises Inactive: its owner is told
+    why instead of "unknown or revoked token".
+    """
     row = s.execute(BY_HASH, {"token_hash": hash_token(plain)}).first()
-    if row is None:
+    if row is None or (row.revoked_at is not None and row.removed_at is None):
         return None
-    return Principal(row.role, row.id, row.student_id, row.username)
+    reason = inactive_reason(row.username, row.deactivated_at, row.removed_at) if row.student_id else None
+    if reason:
+        raise Inactive(reason)
+    return None if row.revoked_at is not None else Principal(row.role, row.id, row.student_id, row.username)
 
 
 def authenticate_student(s: Session, username: str, token: str) -> Principal | None:

@@ -58,7 +58,8 @@ def read_back(text: str) -> list[dict]:
 
 def test_gradebook_has_a_row_per_student_and_a_column_per_category():
     rows = read_back(gradebook_csv(ROWS))
-    assert list(rows[0]) == ["student", "correctness", "honesty", "late_penalty", "total", "max", "pending_manual",
+    assert list(rows[0]) == ["student", "name", "email", "state", "submission", "submitted_at", "correctness",
+                             "honesty", "late_penalty_fraction", "late_penalty", "total", "max", "pending_manual",
                              "rubric_version"], list(rows[0])
     assert [r["student"] for r in rows] == ["ada", "bob", "'=cmd|' /C calc'!A0", "dan"], \
         "one row per student; a cell that a spreadsheet would run as a formula is defused"
@@ -74,6 +75,7 @@ def test_gradebook_numbers_read_back_exactly():
             assert float(row[cat["id"]]) == cat["points"], f"{original['student']} {cat['id']}"
         assert float(row["total"]) == s["total"] and float(row["max"]) == s["max"]
         assert float(row["late_penalty"]) == s.get("late_penalty", {}).get("points", 0.0)
+        assert float(row["late_penalty_fraction"]) == s.get("late_penalty", {}).get("fraction", 0.0)
         assert int(row["pending_manual"]) == len(s["pending_manual"]) and row["rubric_version"] == "e.1"
 
 
@@ -81,6 +83,20 @@ def test_gradebook_totals_add_up_after_the_penalty():
     bob = read_back(gradebook_csv(ROWS))[1]
     raw = float(bob["correctness"]) + float(bob["honesty"])
     assert math.isclose(raw - float(bob["late_penalty"]), float(bob["total"]), abs_tol=1e-9), bob
+
+
+def test_gradebook_names_the_student_and_the_counted_submission():
+    from datetime import datetime
+    rows = read_back(gradebook_csv([{"student": "ada", "name": "Ada L", "email": "ada@example.edu", "state": "inactive",
+                                     "submission": 12, "submitted_at": datetime(2026, 12, 1, 9, 30),
+                                     "score": ROWS[1]["score"]},
+                                    {"student": "dan", "name": "=HYPERLINK()", "score": None}]))
+    ada, dan = rows
+    assert (ada["name"], ada["email"], ada["state"], ada["submission"], ada["submitted_at"]) == \
+        ("Ada L", "ada@example.edu", "inactive", "12", "2026-12-01T09:30:00Z"), ada
+    assert float(ada["late_penalty_fraction"]) == 0.1 and float(ada["late_penalty"]) > 0, ada
+    assert dan["name"] == "'=HYPERLINK()" and dan["submission"] == dan["late_penalty_fraction"] == "", \
+        "a name is defused like the id; nothing counted leaves the submission and the penalty empty"
 
 
 def test_gradescope_results_have_the_specified_fields():

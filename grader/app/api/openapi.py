@@ -13,7 +13,7 @@ def ok(schema: dict, description: str = "OK", status: str = "200") -> dict:
 
 
 def errors(*codes) -> dict:
-    text = {400: "Bad request", 401: "Missing, unknown or revoked token", 403: "The token's role may not do this",
+    text = {400: "Bad request", 401: "Missing, unknown or revoked token", 403: "The token's role may not do this, or its student is deactivated or removed",
             404: "Not found (another student's submission looks the same)", 409: "Conflict with the current state",
             413: "The file is too large", 422: "The file was refused; the message names the problem",
             503: "A dependency is unavailable"}
@@ -114,7 +114,10 @@ def schemas() -> dict:
             "task_id": {"type": ["string", "null"]}, "started_at": DT, "finished_at": DT,
             "outcome": {"type": ["string", "null"], "enum": ["graded", "retry", "failed", "lost", "superseded", None]},
             "message": {"type": ["string", "null"]}}},
-        "Student": {"type": "object", "properties": {k: {"type": "string"} for k in ("username", "name", "email")}},
+        "Student": {"type": "object", "properties": {
+            **{k: {"type": "string"} for k in ("username", "name", "email")},
+            "state": {"type": "string", "enum": ["active", "deactivated", "removed"]},
+            "created_at": DT, "deactivated_at": DT, "removed_at": DT}},
     }
 
 
@@ -159,7 +162,8 @@ def paths() -> dict:
             "post": op("results", "Regrade every student's latest submission", ok({"type": "object"}, "Queued", "202")
                        | errors(401, 403, 404), [SLUG], role="instructor")},
         "/api/v1/assignments/{slug}/export": {
-            "get": op("results", "Scores of the roster's latest submissions",
+            "get": op("results", "The gradebook: per roster student their name, e-mail, state, the counted "
+                      "submission's id, score and late penalty (fraction and points)",
                       {"200": {"description": "OK", "content": {"application/json": {"schema": {"type": "array"}},
                                                                 "text/csv": {"schema": {"type": "string"}}}}}
                       | errors(401, 403, 404), [SLUG, query("format", "json (default) or csv", enum=("json", "csv"))],
@@ -195,13 +199,45 @@ def paths() -> dict:
                        body=json_body({"type": "object", "properties": {"assignment": {"type": "string"}}}, False),
                        role="instructor")},
         "/api/v1/students": {
-            "get": op("roster", "The roster", ok({"type": "array", "items": ref("Student")}) | errors(401, 403),
-                      role="instructor"),
-            "post": op("roster", "Add a student", ok(ref("Student"), "Created", "201") | errors(400, 401, 403, 409),
+            "get": op("roster", "The roster with each student's state (removed students only with removed=true)",
+                      ok({"type": "array", "items": ref("Student")}) | errors(401, 403),
+                      [query("removed", "true: removed students too", "boolean")], role="instructor"),
+            "post": op("roster", "Add a student (username 1-64 of letters, digits, . _ -; e-mail like a@b.edu)",
+                       ok(ref("Student"), "Created", "201") | errors(400, 401, 403, 409),
                        body=json_body(ref("Student")), role="instructor")},
+        "/api/v1/students/import": {
+            "post": op("roster", "Import a roster CSV (username[,name,email]): every row or none; a refusal lists "
+                       "each bad row in 'problems'",
+                       ok({"type": "object", "properties": {"added": {"type": "integer"},
+                                                            "students": {"type": "array"}}})
+                       | errors(400, 401, 403, 409),
+                       [query("tokens", "true: issue a token to each new student (shown once)", "boolean"),
+                        query("reissue", "with tokens: new tokens for students already there too", "boolean")],
+                       {"required": True, "content": {
+                           "text/csv": {"schema": {"type": "string"}},
+                           "application/json": {"schema": {"type": "object", "properties": {
+                               "csv": {"type": "string"}, "tokens": {"type": "boolean"},
+                               "reissue": {"type": "boolean"}}}}}}, role="instructor")},
+        "/api/v1/students/{username}": {
+            "get": op("roster", "One student and their state (removed ones too)", ok(ref("Student"))
+                      | errors(401, 403, 404), [path_param("username")], role="instructor")},
+        "/api/v1/students/{username}/deactivate": {
+            "post": op("roster", "Deactivate: no sign-in or upload; stays on the roster and gradebook",
+                       ok(ref("Student")) | errors(401, 403, 404, 409), [path_param("username")],
+                       role="instructor")},
+        "/api/v1/students/{username}/reactivate": {
+            "post": op("roster", "Undo a deactivation or a removal (a removed student's tokens stay revoked)",
+                       ok(ref("Student")) | errors(401, 403, 404), [path_param("username")], role="instructor")},
+        "/api/v1/students/{username}/remove": {
+            "post": op("roster", "Remove: off the roster and gradebook, tokens revoked, submissions kept",
+                       ok(ref("Student")) | errors(401, 403, 404), [path_param("username")], role="instructor")},
         "/api/v1/students/{username}/tokens": {
-            "post": op("roster", "Issue a token for the student (shown once)",
-                       ok(TOKEN, "Created", "201") | errors(401, 403, 404), [path_param("username")],
+            "post": op("roster", "Issue another token for the student (shown once; the others stay valid)",
+                       ok(TOKEN, "Created", "201") | errors(401, 403, 404, 409), [path_param("username")],
+                       role="instructor")},
+        "/api/v1/students/{username}/rotate-token": {
+            "post": op("roster", "Revoke the student's tokens and issue one new one (shown once)",
+                       ok(TOKEN, "Created", "201") | errors(401, 403, 404, 409), [path_param("username")],
                        role="instructor")},
     }
 

@@ -67,7 +67,8 @@ def _auth_error(exc: AuthError):
 
 @bp.errorhandler(store.StoreError)
 def _store_error(exc: store.StoreError):
-    code = {404: "not_found", 409: "conflict", 429: "too_many", 503: "unavailable"}.get(exc.status, "bad_request")
+    code = {403: "forbidden", 404: "not_found", 409: "conflict", 429: "too_many",
+            503: "unavailable"}.get(exc.status, "bad_request")
     return error(exc.status, code, exc.message)
 
 
@@ -239,7 +240,7 @@ def upload_student(s):
     if g.principal.is_instructor:
         if not named:
             raise store.StoreError("an instructor upload names the student: form field or query parameter 'student'")
-        return accounts.get_student(s, named)
+        return accounts.require_active(accounts.get_student(s, named))  # a deactivated or removed one cannot upload
     if named and named != g.principal.username:
         raise AuthError(403, "a student token can only submit for its own student")
     return accounts.get_student(s, g.principal.username)
@@ -406,9 +407,10 @@ def rescore():
 @bp.get("/assignments/<slug>/export")
 @require(INSTRUCTOR)
 def export(slug):
-    """One row per student on the roster: the submission that counts (rubric policy) and its score."""
+    """One row per student on the roster: who, the submission that counts, its score and late penalty."""
+    from ..export import gradebook_rows
     s = session()
-    rows = coursework.gradebook(s, store.get_assignment(s, slug))
+    rows = gradebook_rows(s, store.get_assignment(s, slug))
     if request.args.get("format", "json") == "csv":
         from rubric import gradebook_csv
         return Response(gradebook_csv(rows), mimetype="text/csv",
@@ -416,33 +418,7 @@ def export(slug):
     return jsonify([{**r, "submitted_at": iso(r["submitted_at"])} for r in rows])
 
 
-@bp.get("/students")
-@require(INSTRUCTOR)
-def list_students():
-    return jsonify([{"username": st.username, "name": st.name, "email": st.email}
-                    for st in accounts.list_students(session())])
-
-
-@bp.post("/students")
-@require(INSTRUCTOR)
-def add_student():
-    data = body()
-    s = session()
-    st = accounts.add_student(s, data.get("username", ""), data.get("name", ""), data.get("email", ""))
-    s.commit()
-    return jsonify({"username": st.username, "name": st.name, "email": st.email}), 201
-
-
-@bp.post("/students/<username>/tokens")
-@require(INSTRUCTOR)
-def student_token(username):
-    """A new token for the student; the plain text appears in this response only."""
-    s = session()
-    student = accounts.get_student(s, username)
-    label = (request.get_json(silent=True) or {}).get("label", "")
-    row, plain = accounts.issue_token(s, "student", student, label=label)
-    s.commit()
-    return jsonify({"token": plain, "id": row.id, "student": username}), 201
+# The roster's routes (/students...) are in roster.py, on this blueprint.
 
 
 @bp.get("/queue")

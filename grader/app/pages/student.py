@@ -6,13 +6,14 @@ from flask import (Blueprint, Response, abort, current_app, flash, jsonify, redi
                    url_for)
 
 from ...source import Rejected
-from .. import accounts, coursework, scoring, store
+from .. import accounts, coursework, rules, store
 from ..db import session
 from ..files import content_disposition, submission_file
 from ..models import Submission, utcnow
 from ..queue import commit_and_send
 from .common import (RateLimited, allows_upload, check_rate, count_rate, guarded_sign_in, safe_next, setup_blueprint,
                   sign_in, sign_out, signed_in, who)
+from . import common, rules_view
 from .results import result_view, status_json
 
 bp = setup_blueprint(Blueprint("student", __name__))
@@ -73,25 +74,16 @@ def signout():
 
 
 def submit_page(errors: dict | None = None, chosen: str | None = None, status: int = 200):
+    """The form, with every assignment the student can see and its rules in words (closed or unopened ones disabled)."""
     s = session()
-    assignments = store.list_assignments(s)
     student = me()
+    shown = rules_view.student_assignments(s, student)
+    open_now = [r["assignment"].slug for r in shown if r["refusal"] is None]
     rows = coursework.submission_rows(s, student_id=student.id, limit=10)
-    left = attempts_left(s, student)
-    return render_template("student/submit.html", assignments=assignments, errors=errors or {},
-                           chosen=chosen or (assignments[0].slug if len(assignments) == 1 else ""),
-                           history=[history_row(s, r) for r in rows], attempts=left,
+    return render_template("student/submit.html", assignments=shown, errors=errors or {},
+                           chosen=chosen or (open_now[0] if len(open_now) == 1 else ""),
+                           history=[history_row(s, r) for r in rows],
                            report_mib=current_app.config["WEB_REPORT_MAX_BYTES"] >> 20), status
-
-
-def attempts_left(s, student) -> dict | None:
-    """The rubric policy's submissions left in this period, over every assignment's uploads of this student."""
-    policy = scoring.policy()
-    if policy is None or not policy.attempts or not current_app.config["ENFORCE_ATTEMPTS"]:
-        return None
-    from rubric import attempts_left as left
-    times = [sub.created_at for sub in store.list_submissions(s, student=student, limit=10**6)]
-    return {"left": left(times, utcnow(), policy), "of": policy.attempts, "period": policy.period}
 
 
 @bp.route("/submit", methods=["GET", "POST"])
@@ -110,7 +102,14 @@ def submit():
         try:
             assignment = store.get_assignment(s, slug)
         except store.NotFound:
-            errors["assignment"] = f"There is no assignment {slug!r}."
+            assignment = None
+        if assignment is None or not rules_view.visible_to_students(assignment):
+            errors["assignment"] = f"There is no assignment {slug!r}."  # a draft looks exactly like a missing one
+            assignment = None
+        else:
+            why = rules_view.refusal(rules.rules_for(s, assignment, me()), rules_view.now_utc())
+            if why:
+                errors["assignment"] = f"{assignment.title or assignment.slug} is {why}."
     module = request.files.get("module")
     if module is None or not module.filename:
         errors["module"] = "Choose your Python module (a .py file) to upload."
@@ -142,9 +141,9 @@ def submit():
     except Rejected as exc:
         s.rollback()
         return submit_page({"module": f"{module.filename}: {exc}"}, slug, 422)
-    except store.TooMany as exc:
+    except store.StoreError as exc:  # too many attempts (429), or the assignment closed meanwhile (403)
         s.rollback()
-        return submit_page({"form": exc.message[0].upper() + exc.message[1:] + "."}, slug, 429)
+        return submit_page({"form": exc.message[0].upper() + exc.message[1:].rstrip(".") + "."}, slug, exc.status)
     sub = upload.submission
     if report_kind:
         coursework.attach_report(s, sub, report_data, report.filename, report_kind)
@@ -165,12 +164,46 @@ def history_row(s, row: dict) -> dict:
             "score": None}
 
 
+def counted_ids(s, student, subs) -> dict[int, str]:
+    """Submission id -> its assignment's policy (best | latest | chosen), for the submission of each assignment that
+    counts for this student."""
+    out, seen = {}, set()
+    for sub in subs:
+        if sub.assignment_id in seen:
+            continue
+        seen.add(sub.assignment_id)
+        counted = rules.counted_submission(s, sub.assignment, student)
+        if counted is not None:
+            out[counted.id] = rules.rules_for(s, sub.assignment, student).counts
+    return out
+
+
 @bp.get("/submissions")
 @signed_in("student")
 def history():
+    """Every submission, the one that counts marked per assignment; with "chosen", a button on each graded one."""
     s = session()
-    rows = coursework.submission_rows(s, student_id=who()["student_id"])
-    return render_template("student/history.html", history=[history_row(s, r) for r in rows])
+    student = me()
+    rows = [history_row(s, r) for r in coursework.submission_rows(s, student_id=student.id)]
+    counted = counted_ids(s, student, [r["submission"] for r in rows])
+    chooses = {r["submission"].assignment_id for r in rows
+               if rules.rules_for(s, r["submission"].assignment, student).counts == "chosen"}
+    return render_template("student/history.html", history=rows, counted=counted, chooses=chooses)
+
+
+@bp.post("/submissions/<int:submission_id>/choose")
+@signed_in("student")
+def choose(submission_id):
+    """Count this submission (assignments that count the chosen one): refused while it is not graded."""
+    s = session()
+    sub = own_submission(submission_id)
+    if sub.status != "done":
+        raise store.Conflict(f"submission {sub.id} is {common.STATUS_TEXT.get(sub.status, sub.status).lower()}; "
+                             "you can choose it once it is graded")
+    rules.choose(s, sub)
+    s.commit()
+    flash(f"Submission {sub.id} now counts for {sub.assignment.title or sub.assignment.slug}.", "info")
+    return redirect(url_for(".history", _anchor=f"sub-{sub.id}"), 303)
 
 
 @bp.get("/submissions/<int:submission_id>")
@@ -179,7 +212,12 @@ def submission(submission_id):
     s = session()
     sub = own_submission(submission_id)
     rows = coursework.submission_rows(s, student_id=sub.student_id, limit=50)
-    return render_template("student/submission.html", sub=sub, status=status_json(s, sub),
+    student = me()
+    shown = rules_view.assignment_rules(s, sub.assignment, student) \
+        if rules_view.visible_to_students(sub.assignment) else None
+    counted = rules.counted_submission(s, sub.assignment, student)
+    return render_template("student/submission.html", sub=sub, status=status_json(s, sub), rules=shown,
+                           counted=counted,
                            view=result_view(s, sub, for_student=True), report=coursework.report_of(s, sub),
                            history=[history_row(s, r) for r in rows],
                            poll_s=current_app.config["WEB_POLL_S"],

@@ -1,3 +1,4 @@
 """The JSON API under /api/v1: its routes and the OpenAPI document that describes them."""
 from .routes import bp  # noqa: F401
 from . import roster  # noqa: F401,E402  (the roster's routes, on the same blueprint)
+from . import analytics  # noqa: F401,E402  (class analytics: JSON and CSV, on the same blueprint)

@@ -242,6 +242,12 @@ def paths() -> dict:
     }
 
 
+def analytics_paths() -> dict:
+    """The class analytics' routes, described beside them (api/analytics.py imports this module)."""
+    from .analytics import openapi_paths
+    return openapi_paths()
+
+
 def document() -> dict:
     """The whole OpenAPI document."""
     return {
@@ -253,7 +259,7 @@ def document() -> dict:
         "servers": [{"url": "/"}],
         "tags": [{"name": t} for t in TAGS],
         "security": [{"bearer": []}],
-        "paths": paths(),
+        "paths": {**paths(), **analytics_paths()},
         "components": {"schemas": schemas(),
                        "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}},
     }

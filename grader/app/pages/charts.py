@@ -147,3 +147,80 @@ def loss_chart(metrics: dict) -> Markup | None:
     return line_chart(points, title="Training loss", x_label="step", y_label="loss",
                       baseline=baseline if isinstance(baseline, (int, float)) else None,
                       baseline_label="unigram baseline")
+
+
+def stacked_bars(rows: list[tuple[str, dict]], segments: list[tuple[str, str, str]], *, title: str,
+                 width: int = 720, unit: str = "reports") -> Markup:
+    """One horizontal bar per row, split into segments (key, label, colour) by share of the row's total; the row's
+    label above its bar, the first segment's share at its end (e.g. each check's statuses, pass first)."""
+    row_h, top, left, right = 40, 44, 8, width - 8
+    height = top + row_h * max(len(rows), 1) + 6
+    desc = "; ".join(f"{label}: " + ", ".join(f"{counts.get(key, 0)} {name}" for key, name, _ in segments)
+                     for label, counts in rows)
+    out = [_svg(width, height, title, desc or "no data", "stacked")]
+    out.append(f'<text x="{left}" y="16" class="chart-title">{escape(title)}</text>')
+    x = left
+    for key, name, colour in segments:  # the legend
+        out.append(f'<rect x="{x}" y="25" width="10" height="10" fill="{colour}"/>'
+                   f'<text x="{x + 14}" y="34" class="tick">{escape(name)}</text>')
+        x += 24 + 7 * len(name)
+    if not rows:
+        out.append(f'<text x="{left}" y="{top + 20}" class="empty">no graded submissions yet</text>')
+    for i, (label, counts) in enumerate(rows):
+        y = top + i * row_h
+        total = sum(counts.get(key, 0) for key, _, _ in segments)
+        first = counts.get(segments[0][0], 0) if segments else 0
+        share = f"{first / total:.0%} {segments[0][1]} of {total}" if total else "no reports"
+        out.append(f'<text x="{left}" y="{y + 12}" class="label">{escape(label)}</text>'
+                   f'<text x="{right}" y="{y + 12}" text-anchor="end" class="tick">{escape(share)}</text>')
+        out.append(f'<rect x="{left}" y="{y + 17}" width="{right - left}" height="14" class="track" fill="#eef0f4"/>')
+        x = float(left)
+        for key, name, colour in segments:
+            n = counts.get(key, 0)
+            if not n or not total:
+                continue
+            w = n / total * (right - left)
+            out.append(f'<rect x="{x:.1f}" y="{y + 17}" width="{w:.1f}" height="14" fill="{colour}" class="segment">'
+                       f'<title>{escape(label)}: {n} of {total} {unit} {escape(name)}</title></rect>')
+            x += w
+    out.append("</svg>")
+    return Markup("".join(out))
+
+
+def time_bars(rows: list[tuple[str, int]], *, title: str, y_label: str = "submissions", width: int = 900,
+              height: int = 240) -> Markup:
+    """Counts per time bucket as vertical bars, a label under every few bars (rows: (bucket label, count))."""
+    if not rows:
+        return Markup(_svg(width, 60, title, "no data", "time")
+                      + f'<text x="8" y="34" class="empty">{escape(title)}: no data</text></svg>')
+    left, right = PAD["left"], width - PAD["right"]
+    up, down = PAD["top"], height - PAD["bottom"]
+    yticks = [t for t in nice_ticks(0, max(max(n for _, n in rows), 1) * 1.1, 4) if t == int(t)]
+    y1 = yticks[-1] or 1
+
+    def sy(n):
+        return down - n / y1 * (down - up)
+    bar = (right - left) / len(rows)
+    every = max(1, math.ceil(len(rows) / 8))  # about eight labels, whatever the number of buckets
+    busiest = max(rows, key=lambda r: r[1])
+    desc = f"{len(rows)} buckets from {rows[0][0]} to {rows[-1][0]}; {sum(n for _, n in rows)} {y_label}; " \
+           f"most: {busiest[1]} at {busiest[0]}"
+    out = [_svg(width, height, title, desc, "time")]
+    out.append(f'<text x="{left}" y="18" class="chart-title">{escape(title)}</text>')
+    for t in yticks:
+        out.append(f'<line x1="{left}" x2="{right}" y1="{sy(t):.1f}" y2="{sy(t):.1f}" class="grid"/>'
+                   f'<text x="{left - 6}" y="{sy(t) + 4:.1f}" text-anchor="end" class="tick">{fmt(t)}</text>')
+    for i, (label, n) in enumerate(rows):
+        x = left + i * bar
+        out.append(f'<g class="bin"><rect x="{x + bar * 0.1:.1f}" y="{sy(n):.1f}" width="{max(bar * 0.8, 1):.1f}" '
+                   f'height="{down - sy(n):.1f}" class="bar"/>'
+                   f'<rect x="{x:.1f}" y="{up}" width="{bar:.1f}" height="{down - up}" class="hit" fill-opacity="0">'
+                   f'<title>{escape(label)}: {n} {escape(y_label)}</title></rect></g>')
+        if i % every == 0:
+            out.append(f'<text x="{x + bar / 2:.1f}" y="{down + 15}" text-anchor="middle" class="tick">'
+                       f'{escape(label)}</text>')
+    out.append(f'<line x1="{left}" x2="{right}" y1="{down}" y2="{down}" class="axis"/>'
+               f'<text x="14" y="{(up + down) / 2:.0f}" text-anchor="middle" class="label" '
+               f'transform="rotate(-90 14 {(up + down) / 2:.0f})">{escape(y_label)}</text>')
+    out.append("</svg>")
+    return Markup("".join(out))

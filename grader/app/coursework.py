@@ -80,7 +80,7 @@ def set_manual(s: Session, sub: Submission, grades: dict) -> Score | None:
     return score_result(s, result) if result else None
 
 
-def rescore(s: Session, assignment: Assignment | None = None) -> dict:
+def rescore(s: Session, assignment: Assignment | None = None, student: Student | None = None) -> dict:
     """Recompute every stored result's score with its assignment's rubric and rules (no student code runs); the
     packaged rubric file is read again first."""
     from .rules import rules_for
@@ -90,6 +90,8 @@ def rescore(s: Session, assignment: Assignment | None = None) -> dict:
     q = select(Result, Submission).join(Submission, Submission.id == Result.submission_id)
     if assignment is not None:
         q = q.where(Submission.assignment_id == assignment.id)
+    if student is not None:
+        q = q.where(Submission.student_id == student.id)
     rows = s.execute(q.order_by(Result.id)).all()
     stored = scores_by_result(s, [result.id for result, _ in rows])
     changed, count, rules_of = [], 0, {}
@@ -112,26 +114,23 @@ def rescore(s: Session, assignment: Assignment | None = None) -> dict:
 
 
 def gradebook(s: Session, assignment: Assignment) -> list[dict]:
-    """A row per roster student: the submission that counts under the rubric policy ("best" or "last")."""
-    policy = scoring.policy()
-    by_student: dict[int, list] = {}
-    for sub in store.list_submissions(s, assignment, limit=10**9):
-        result = store.latest_result(s, sub)
-        row = score_of(s, result) if result else None
-        by_student.setdefault(sub.student_id, []).append(
-            {"submission": sub.id, "submitted_at": sub.created_at, "status": sub.status, "sha256": sub.sha256,
-             "score": row.score if row else None})
+    """A row per roster student (removed students are off it): the submission that counts under the assignment's
+    rules (best, latest or chosen: rules.counted_submissions) and its current score."""
+    from .rules import counted_submissions
+    counted = counted_submissions(s, assignment)
+    totals = dict(s.execute(select(Submission.student_id, func.count()).where(
+        Submission.assignment_id == assignment.id).group_by(Submission.student_id)).all())
+    scores = current_scores(s, [sub.id for sub in counted.values()])
     rows = []
     for student in accounts.list_students(s):
-        subs = by_student.get(student.id, [])
-        if policy is not None:
-            from rubric import counted_submission
-            counted = counted_submission(subs, policy)
-        else:
-            counted = subs[-1] if subs else None
-        rows.append({"student": student.username, "name": student.name, "submissions": len(subs),
-                     **(counted or {"submission": None, "submitted_at": None, "status": None, "sha256": None,
-                                    "score": None})})
+        if student.removed_at is not None:
+            continue
+        sub = counted.get(student.id)
+        row = scores.get(sub.id, (None, None))[1] if sub is not None else None
+        rows.append({"student": student.username, "name": student.name, "submissions": totals.get(student.id, 0),
+                     "submission": sub.id if sub else None, "submitted_at": sub.created_at if sub else None,
+                     "status": sub.status if sub else None, "sha256": sub.sha256 if sub else None,
+                     "score": row.score if row else None})
     return rows
 
 

@@ -65,7 +65,7 @@ def rubric_for(s: Session, assignment: Assignment):
     if assignment.rubric_id is None:
         return scoring.current_rubric()
     from . import rubrics
-    return rubrics.loaded(assignment.rubric or rubrics.get_rubric_version(s, assignment.rubric_id))
+    return rubrics.loaded(rubrics.get_rubric_version(s, assignment.rubric_id))  # by id: the relationship may be stale
 
 
 def extension_of(s: Session, assignment: Assignment, student: Student | None) -> Extension | None:
@@ -97,6 +97,62 @@ def rules_for(s: Session, assignment: Assignment, student: Student | None = None
                  attempts=attempts + extra if attempts else 0, period=rule("period", "period", "day"),
                  timezone=rule("timezone", "timezone", "UTC"), counts="latest" if counts == "last" else counts,
                  rubric=rubric, extra_attempts=extra)
+
+
+# ---------------------------------------------------------------- settings, checked
+
+def parse_moment(value, name: str) -> datetime | None:
+    """A date and time WITH its time zone (ISO 8601 text or an aware datetime) as the store's naive UTC; None stays
+    None. A time without a zone is refused: "23:59" in whose time zone would be a guess."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value.strip())
+        except ValueError:
+            raise ValueError(f"{name} must be an ISO 8601 date and time with its zone, such as "
+                             f"2026-12-18T23:59:00Z or 2026-12-18T23:59:00+01:00, not {value!r}") from None
+    if not isinstance(value, datetime):
+        raise ValueError(f"{name} must be a date and time with its zone, not {value!r}")
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValueError(f"{name} {value.isoformat()} has no time zone: add Z for UTC or an offset such as +01:00")
+    return naive(value)
+
+
+def clean_rule(key: str, value):
+    """An override for Assignment.rules, checked (None removes it: the rubric's rule applies); ValueError names a
+    bad one."""
+    if value is None:
+        return None
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if key == "grace_minutes":
+        if not number or not 0 <= value < 100_000:
+            raise ValueError(f"grace_minutes must be a number of minutes, 0 or more, not {value!r}")
+        return float(value)
+    if key in ("late_penalty_per_day", "late_penalty_max"):
+        if not number or not 0 <= value <= 1:
+            raise ValueError(f"{key} must be a fraction from 0 to 1 (0.1 = 10%), not {value!r}")
+        return float(value)
+    if key == "attempts_per_period":
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ValueError(f"attempts_per_period must be a whole number, 0 = unlimited, not {value!r}")
+        return value
+    if key == "period":
+        if value not in PERIODS:
+            raise ValueError(f"period must be one of {', '.join(PERIODS)}, not {value!r}")
+        return value
+    if key == "timezone":
+        try:
+            ZoneInfo(str(value))
+        except (ValueError, KeyError, OSError):
+            raise ValueError(f'timezone must be an IANA name such as "Europe/Berlin" or "UTC", not {value!r}') from None
+        return str(value)
+    if key == "counts":
+        value = "latest" if value == "last" else value  # a rubric file's "last" is the assignment's "latest"
+        if value not in COUNTS:
+            raise ValueError(f"counts must be one of {', '.join(COUNTS)}, not {value!r}")
+        return value
+    raise ValueError(f"unknown rule {key!r}; known: {', '.join(RULE_KEYS)}")
 
 
 # ---------------------------------------------------------------- lateness

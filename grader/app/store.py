@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session, aliased, joinedload, with_expression
 
 from ..source import Rejected, Source, read_source
 from .files import clean_filename
-from . import scoring
+from . import rules, scoring
 from .models import Assignment, Attempt, Result, Student, Submission, utcnow
 
 ASSIGNMENT_FIELDS = ("title", "track", "checks", "seed", "limits")
@@ -43,22 +43,25 @@ class Conflict(StoreError):
 # ---------------------------------------------------------------- assignments
 
 def validate_assignment(fields: dict) -> dict:
-    """Check assignment settings; ValueError names a bad one."""
+    """Check the grading settings (the course rules: apply_settings); StoreError names a bad one."""
     from ..sandbox import Limits  # the worker's package (a dozen modules): web processes load it only here
     from ..registry import check_ids
     all_ids = check_ids()
     out = {}
     for key, value in fields.items():
         if key not in ASSIGNMENT_FIELDS:
-            raise StoreError(f"unknown assignment field {key!r}; known: {', '.join(ASSIGNMENT_FIELDS)}")
+            known = ", ".join(ASSIGNMENT_FIELDS + RULE_FIELDS)
+            raise StoreError(f"unknown assignment field {key!r}; known: {known}")
         if key == "track" and value not in (None, "reverse", "lm"):
             raise StoreError('track must be "reverse", "lm" or null (either)')
+        if key == "title":
+            value = str(value or "")[:200]
         if key == "checks":
             value = list(value or [])
             unknown = [c for c in value if c not in all_ids]
             if unknown:
                 raise StoreError(f"unknown check id {', '.join(map(str, unknown))}; known: {', '.join(all_ids)}")
-        if key == "seed" and value is not None and not isinstance(value, int):
+        if key == "seed" and value is not None and (not isinstance(value, int) or isinstance(value, bool)):
             raise StoreError("seed must be an integer or null (the judge's default)")
         if key == "limits":
             value = dict(value or {})
@@ -70,24 +73,75 @@ def validate_assignment(fields: dict) -> dict:
     return out
 
 
-def create_assignment(s: Session, slug: str, **fields) -> Assignment:
-    """A new assignment; by default graded exactly as `grader check` grades."""
+# The course rules an assignment takes (issue 17): its state and dates, its pinned rubric (stored TOML text, or the
+# id of a stored one; null: the packaged rubric), and overrides of the rubric's [policy] (null: the rubric's rule).
+RULE_FIELDS = ("state", "opens_at", "due_at", "rubric", "rubric_filename", "rubric_id", "rules") + rules.RULE_KEYS
+
+
+def apply_settings(s: Session, assignment: Assignment, fields: dict, instructor=None) -> bool:
+    """Check every setting first, then set them; True when a setting that changes scores changed."""
+    from .models import ASSIGNMENT_STATES
+    course = {k: fields.pop(k) for k in list(fields) if k in RULE_FIELDS}
+    plain = validate_assignment(fields)
+    given = course.pop("rules", None) or {}
+    if not isinstance(given, dict):
+        raise StoreError(f"rules must be an object {{rule: value}} with rules from {', '.join(rules.RULE_KEYS)}")
+    given = {**given, **{k: course[k] for k in rules.RULE_KEYS if k in course}}
+    try:
+        overrides = {k: rules.clean_rule(k, v) for k, v in given.items()}
+        dates = {k: rules.parse_moment(course[k], k) for k in ("opens_at", "due_at") if k in course}
+    except ValueError as exc:
+        raise StoreError(str(exc)) from None
+    state = course.get("state", assignment.state or "open")
+    if state not in ASSIGNMENT_STATES:
+        raise StoreError(f"state must be one of {', '.join(ASSIGNMENT_STATES)}, not {state!r}")
+    opens, due = dates.get("opens_at", assignment.opens_at), dates.get("due_at", assignment.due_at)
+    if opens is not None and due is not None and opens >= due:
+        raise StoreError(f"opens_at ({opens.isoformat()}Z) must be before due_at ({due.isoformat()}Z)")
+    pinned = assignment.rubric_id
+    if course.get("rubric"):
+        from .rubrics import store_rubric
+        pinned = store_rubric(s, course["rubric"], course.get("rubric_filename") or "", instructor).id
+    elif "rubric_id" in course or "rubric" in course:
+        from .rubrics import get_rubric_version
+        pinned = get_rubric_version(s, course["rubric_id"]).id if course.get("rubric_id") is not None else None
+    before = (assignment.rubric_id, assignment.due_at, dict(assignment.rules or {}))
+    for key, value in plain.items():
+        setattr(assignment, key, value)
+    merged = {**(assignment.rules or {}), **overrides}
+    assignment.rules = {k: v for k, v in merged.items() if v is not None}
+    assignment.state, assignment.rubric_id = state, pinned
+    for key, value in dates.items():
+        setattr(assignment, key, value)
+    s.flush()
+    return (assignment.rubric_id, assignment.due_at) != before[:2] or any(
+        assignment.rules.get(k) != before[2].get(k) for k in ("grace_minutes", "late_penalty_per_day",
+                                                              "late_penalty_max"))
+
+
+def create_assignment(s: Session, slug: str, instructor=None, **fields) -> Assignment:
+    """A new assignment; by default graded exactly as `grader check` grades, under the packaged rubric's rules."""
     if not slug or len(slug) > 64 or not slug.replace("-", "").replace("_", "").isalnum():
         raise StoreError("slug must be 1-64 letters, digits, '-' or '_'")
     if s.scalar(select(Assignment).where(Assignment.slug == slug)):
         raise Conflict(f"assignment {slug!r} already exists")
-    assignment = Assignment(slug=slug, **{"checks": [], "limits": {}, "title": "", **validate_assignment(fields)})
+    assignment = Assignment(slug=slug, checks=[], limits={}, title="", rules={}, state="open")
+    apply_settings(s, assignment, dict(fields), instructor)  # checked before the row is added
     s.add(assignment)
     s.flush()
     return assignment
 
 
-def update_assignment(s: Session, slug: str, **fields) -> Assignment:
-    """Change an assignment's settings (they apply to gradings that start afterwards)."""
+def update_assignment(s: Session, slug: str, instructor=None, **fields) -> Assignment:
+    """Change an assignment's settings (grading settings apply to gradings that start afterwards). A new rubric,
+    due date, grace or late penalty rescores the assignment's stored results at once (no code runs);
+    `assignment.rescored` is then how many (else None)."""
     assignment = get_assignment(s, slug)
-    for key, value in validate_assignment(fields).items():
-        setattr(assignment, key, value)
-    s.flush()
+    rescored = None
+    if apply_settings(s, assignment, dict(fields), instructor):
+        from .coursework import rescore
+        rescored = rescore(s, assignment)["rescored"]
+    assignment.rescored = rescored  # not a column: what this update did, for the caller to report
     return assignment
 
 
@@ -99,8 +153,26 @@ def get_assignment(s: Session, slug: str) -> Assignment:
     return assignment
 
 
-def list_assignments(s: Session) -> list[Assignment]:
-    return list(s.scalars(select(Assignment).order_by(Assignment.id)))
+STUDENT_STATES = ("open", "closed")  # draft and archived assignments do not exist for students
+
+
+def student_assignment(s: Session, slug: str) -> Assignment:
+    """The assignment as a student may see it: a draft or archived one is NotFound, like a missing one."""
+    assignment = s.scalar(select(Assignment).where(Assignment.slug == slug))
+    if assignment is None or assignment.state not in STUDENT_STATES:
+        raise NotFound(f"no assignment {slug!r}")
+    return assignment
+
+
+def list_assignments(s: Session, for_student: bool = False, include_archived: bool = False) -> list[Assignment]:
+    """Assignments in creation order: a student's (open and closed), or the instructor's (archived ones only when
+    asked)."""
+    q = select(Assignment).order_by(Assignment.id)
+    if for_student:
+        q = q.where(Assignment.state.in_(STUDENT_STATES))
+    elif not include_archived:
+        q = q.where(Assignment.state != "archived")
+    return list(s.scalars(q))
 
 
 # ---------------------------------------------------------------- submissions
@@ -129,11 +201,21 @@ class TooMany(StoreError):
 
 
 def create_submission(s: Session, assignment: Assignment, student: Student, data: bytes, filename: str,
-                      archive_dir: str | None = None, enforce_attempts: bool = False) -> Upload:
+                      archive_dir: str | None = None, enforce_attempts: bool = False,
+                      enforce_rules: bool = True) -> Upload:
     """Validate and store an upload as queued; the same file as the student's latest is that submission again.
 
-    With enforce_attempts, the rubric policy's attempts per period apply (TooMany says when more are allowed).
+    With enforce_rules (a student's upload), the assignment's state and opening time apply: a draft or archived
+    assignment is NotFound, a closed or not yet open one refuses (403, naming why). With enforce_attempts, the
+    assignment's attempts per period apply, the student's extra attempts included (TooMany says when more are
+    allowed).
     """
+    rules_now = rules.rules_for(s, assignment, student) if enforce_rules or enforce_attempts else None
+    if enforce_rules:
+        refusal = rules.upload_refusal(rules_now)
+        if refusal is not None:
+            status, why = refusal
+            raise (NotFound(f"no assignment {assignment.slug!r}") if status == 404 else StoreError(why, status))
     source = validate_upload(data, assignment)
     filename = clean_filename(filename, "submission.py")  # no CR/LF or path: it becomes a header and a path
     mine = select(Submission).where(Submission.assignment_id == assignment.id, Submission.student_id == student.id)
@@ -143,7 +225,7 @@ def create_submission(s: Session, assignment: Assignment, student: Student, data
     earlier = s.scalar(mine.where(Submission.sha256 == source.sha256).order_by(Submission.id).limit(1))
     now = utcnow()
     if enforce_attempts:
-        check_attempts(s, assignment, student, now)
+        check_attempts(s, assignment, student, now, rules_now)
     sub = Submission(assignment_id=assignment.id, student_id=student.id, filename=filename, sha256=source.sha256,
                      size=len(data), content=data, track=source.track, same_as=earlier.id if earlier else None,
                      status="queued", request=1, attempts=0, task_id=new_task_id(), enqueued_at=now, created_at=now)
@@ -154,18 +236,18 @@ def create_submission(s: Session, assignment: Assignment, student: Student, data
     return Upload(sub, created=True, duplicate=earlier is not None)
 
 
-def check_attempts(s: Session, assignment: Assignment, student: Student, now: datetime) -> None:
-    """TooMany when the student has used every attempt of the current period (the rubric's policy)."""
-    policy = scoring.policy()
-    if policy is None or not policy.attempts:
+def check_attempts(s: Session, assignment: Assignment, student: Student, now: datetime, rules_now=None) -> None:
+    """TooMany when the student has used every attempt of the current period on this assignment (its rules, with
+    the student's extra attempts)."""
+    rules_now = rules_now or rules.rules_for(s, assignment, student)
+    if not rules_now.attempts:
         return
-    from rubric import attempts_left, next_period_starts
-    times = s.scalars(select(Submission.created_at).where(Submission.assignment_id == assignment.id,
-                                                          Submission.student_id == student.id))
-    if attempts_left(list(times), now, policy) == 0:
-        again = next_period_starts(now, policy)
-        raise TooMany(f"you have used all {policy.attempts} submissions allowed per {policy.period}"
-                      + (f"; you can submit again from {again.isoformat()}" if again else ""))
+    status = rules.attempts_status(s, assignment, student, now, rules_now)
+    if status["left"] == 0:
+        again = status["resets_at"]
+        raise TooMany(f"you have used all {rules_now.attempts} submissions allowed per {rules_now.period} on "
+                      f"{assignment.slug!r}" + (f"; you can submit again from {again.isoformat(timespec='minutes')}"
+                                                if again else "; no more submissions are allowed this term"))
 
 
 def archive(directory: str, sub: Submission) -> None:

@@ -2,3 +2,4 @@
 from .routes import bp  # noqa: F401
 from . import roster  # noqa: F401,E402  (the roster's routes, on the same blueprint)
 from . import analytics  # noqa: F401,E402  (class analytics: JSON and CSV, on the same blueprint)
+from . import assignments  # noqa: F401,E402  (the assignment rules' routes, on the same blueprint)

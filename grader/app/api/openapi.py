@@ -56,6 +56,44 @@ TOKEN = {"type": "object", "properties": {"token": {"type": "string"}, "id": {"t
                                           "student": {"type": "string"}}}
 
 
+NUM = {"type": ["number", "null"]}
+# An assignment's rules as the API answers them (api/assignments.py rules_json).
+RULES_OUT = {
+    "state": {"type": "string", "enum": ["draft", "open", "closed", "archived"]},
+    "opens_at": DT, "due_at": {**DT, "description": "the assignment's, or its rubric policy's deadline"},
+    "late_policy": {"type": "object", "properties": {"grace_minutes": {"type": "number"},
+                                                     "per_day": {"type": "number"}, "max": {"type": "number"}}},
+    "counts": {"type": "string", "enum": ["best", "latest", "chosen"]},
+    "attempts_per_period": {"type": ["integer", "null"], "description": "null: unlimited (a student's includes "
+                                                                        "their extra attempts)"},
+    "period": {"type": "string", "enum": ["day", "week", "term"]}, "timezone": {"type": "string"},
+    "rubric_version": {"type": ["string", "null"]},
+    "extended_until": {**DT, "description": "students: their extension's due date, or null"},
+    "extra_attempts": {"type": "integer", "description": "students: their extension's extra attempts per period"},
+    "attempts_left": {"type": ["integer", "null"], "description": "students: null = unlimited"},
+    "attempts_used": {"type": "integer", "description": "students: this period"},
+    "attempts_reset_at": {**DT, "description": "students: when the period's count resets (null: per term)"},
+    "late_fraction_now": {"type": "number", "description": "students: what an upload now would lose (0..max)"},
+    "accepting_uploads": {"type": "boolean", "description": "students"},
+    "why_not": {"type": "string", "description": "students: why uploads are refused now"},
+    "rules": {"type": "object", "description": "instructors: the overrides set on the assignment"},
+    "rubric": {"type": ["object", "null"], "description": "instructors: the pinned rubric (null: the packaged one)"},
+    "extensions": {"type": "integer", "description": "instructors: how many students have one"},
+    "rescored": {"type": ["integer", "null"], "description": "PATCH: results rescored by the change"}}
+RULES_IN = {
+    "state": {"type": "string", "enum": ["draft", "open", "closed", "archived"]},
+    "opens_at": {**DT, "description": "ISO 8601 with its zone (Z or +hh:mm); a time without one is refused"},
+    "due_at": {**DT, "description": "ISO 8601 with its zone; null: the rubric policy's deadline"},
+    "rubric": {"type": ["string", "null"], "description": "a rubric file's TOML text (validated, stored, pinned); "
+                                                          "null: the packaged rubric"},
+    "rubric_filename": {"type": "string"}, "rubric_id": {"type": ["integer", "null"], "description": "a stored rubric"},
+    "grace_minutes": NUM, "late_penalty_per_day": NUM, "late_penalty_max": NUM,
+    "attempts_per_period": {"type": ["integer", "null"]}, "period": {"type": ["string", "null"]},
+    "timezone": {"type": ["string", "null"]}, "counts": {"type": ["string", "null"],
+                                                         "enum": ["best", "latest", "chosen", None]},
+    "rules": {"type": "object", "description": "the same overrides as one object; null removes one (the rubric's)"}}
+
+
 def schemas() -> dict:
     return {
         "Error": {"type": "object", "required": ["error", "message"],
@@ -67,11 +105,19 @@ def schemas() -> dict:
             "checks": {"type": "array", "items": {"type": "string"}, "description": "check ids graded"},
             "limits": {"type": "object", "description": "sandbox limits (grader.sandbox.Limits fields)"},
             "seed": {"type": ["integer", "null"], "description": "instructors only; null: the judge's default"},
-            "created_at": DT}},
+            "created_at": DT, **RULES_OUT}},
         "AssignmentInput": {"type": "object", "properties": {
             "slug": {"type": "string"}, "title": {"type": "string"}, "track": {"type": ["string", "null"]},
             "checks": {"type": "array", "items": {"type": "string"}}, "seed": {"type": ["integer", "null"]},
-            "limits": {"type": "object"}}},
+            "limits": {"type": "object"}, **RULES_IN}},
+        "Extension": {"type": "object", "properties": {
+            "student": {"type": "string"}, "due_at": DT, "extra_attempts": {"type": "integer"},
+            "reason": {"type": "string"}, "created_at": DT,
+            "rescored": {"type": "integer", "description": "results rescored (late penalties follow the extension)"}}},
+        "Rubric": {"type": "object", "description": "a stored rubric version (the same text is one row)",
+                   "properties": {"id": {"type": "integer"}, "version": {"type": "string"},
+                                  "digest": {"type": "string"}, "title": {"type": "string"},
+                                  "filename": {"type": "string"}, "created_at": DT}},
         "Progress": {"type": ["object", "null"], "properties": {
             "check": {"type": ["string", "null"]}, "index": {"type": ["integer", "null"]}, "of": {"type": "integer"},
             "phase": {"type": "string"}}},
@@ -142,7 +188,10 @@ def paths() -> dict:
                        ok(ref("Assignment"), "Created", "201") | errors(400, 401, 403, 409),
                        body=json_body(ref("AssignmentInput")), role="instructor")},
         "/api/v1/assignments/{slug}": {
-            "get": op("assignments", "One assignment", ok(ref("Assignment")) | errors(401, 404), [SLUG]),
+            "get": op("assignments", "One assignment with its rules: for a student their own (due date, extension, "
+                      "late policy, which submission counts, attempts left, what an upload now would lose); a draft "
+                      "or archived assignment is 404 to students",
+                      ok(ref("Assignment")) | errors(401, 404), [SLUG]),
             "patch": op("assignments", "Change an assignment's settings",
                         ok(ref("Assignment")) | errors(400, 401, 403, 404),
                         [SLUG], json_body(ref("AssignmentInput")), role="instructor")},
@@ -190,6 +239,36 @@ def paths() -> dict:
         "/api/v1/submissions/{submission_id}/regrade": {
             "post": op("results", "Run the judge again; the earlier result is kept",
                        ok(ref("Submission"), "Queued", "202") | errors(401, 403, 404, 409), [SID], role="instructor")},
+        "/api/v1/assignments/{slug}/extensions": {
+            "get": op("assignments", "The assignment's per-student extensions",
+                      ok({"type": "array", "items": ref("Extension")}) | errors(401, 403, 404), [SLUG],
+                      role="instructor")},
+        "/api/v1/assignments/{slug}/extensions/{username}": {
+            "put": op("assignments", "Give a student exactly this extension (replacing theirs): a due date with its "
+                      "zone, extra attempts per period, or both; their results are rescored",
+                      ok(ref("Extension")) | errors(400, 401, 403, 404), [SLUG, path_param("username")],
+                      json_body({"type": "object", "properties": {
+                          "due_at": DT, "extra_attempts": {"type": "integer", "minimum": 0},
+                          "reason": {"type": "string"}}}), role="instructor"),
+            "delete": op("assignments", "Take a student's extension away; their results are rescored",
+                         ok({"type": "object"}) | errors(401, 403, 404), [SLUG, path_param("username")],
+                         role="instructor")},
+        "/api/v1/rubrics": {
+            "get": op("assignments", "The stored rubric versions", ok({"type": "array", "items": ref("Rubric")})
+                      | errors(401, 403), role="instructor"),
+            "post": op("assignments", "Validate and store a rubric file (TOML as the body, or {rubric, filename}); "
+                       "a refusal names each problem's line; the same text answers the stored version (200)",
+                       ok(ref("Rubric"), "Stored", "201") | ok(ref("Rubric"), "Already stored")
+                       | errors(400, 401, 403),
+                       body={"required": True, "content": {
+                           "application/toml": {"schema": {"type": "string"}},
+                           "application/json": {"schema": {"type": "object", "properties": {
+                               "rubric": {"type": "string"}, "filename": {"type": "string"}}}}}},
+                       role="instructor")},
+        "/api/v1/submissions/{submission_id}/choose": {
+            "post": op("submissions", "A student chooses their own submission to count (only where the assignment "
+                       "counts the chosen submission: else 409); the newest choice wins",
+                       ok(ref("Submission")) | errors(401, 403, 404, 409), [SID])},
         "/api/v1/submissions/{submission_id}/manual": {
             "put": op("results", "Points for manual rubric items (then rescored)", ok({"type": "object"})
                       | errors(400, 401, 403, 404), [SID], json_body({"type": "object"}), role="instructor")},

@@ -83,6 +83,8 @@ def assignment_json(a) -> dict:
          "limits": a.limits or {}, "created_at": iso(a.created_at)}
     if g.principal.is_instructor:
         d["seed"] = a.seed  # the seed is never shown to students
+    from .assignments import rules_json  # the course rules (issue 17): api/assignments.py
+    d.update(rules_json(session(), a))
     return d
 
 
@@ -177,7 +179,10 @@ def me():
 @bp.get("/assignments")
 @require()
 def list_assignments():
-    return jsonify([assignment_json(a) for a in store.list_assignments(session())])
+    """A student's open and closed assignments; an instructor's, archived ones too with ?all=1."""
+    everything = request.args.get("all", "").lower() in ("1", "true", "yes")
+    return jsonify([assignment_json(a) for a in store.list_assignments(
+        session(), for_student=not g.principal.is_instructor, include_archived=everything)])
 
 
 @bp.post("/assignments")
@@ -185,7 +190,7 @@ def list_assignments():
 def create_assignment():
     data = body()
     s = session()
-    a = store.create_assignment(s, data.pop("slug", ""), **data)
+    a = store.create_assignment(s, str(data.pop("slug", "") or ""), **data)
     s.commit()
     return jsonify(assignment_json(a)), 201
 
@@ -193,7 +198,10 @@ def create_assignment():
 @bp.get("/assignments/<slug>")
 @require()
 def get_assignment(slug):
-    return jsonify(assignment_json(store.get_assignment(session(), slug)))
+    """With its rules; for a student their own (extension, attempts left); a draft or archived one is 404."""
+    s = session()
+    a = store.get_assignment(s, slug) if g.principal.is_instructor else store.student_assignment(s, slug)
+    return jsonify(assignment_json(a))
 
 
 @bp.patch("/assignments/<slug>")
@@ -202,7 +210,7 @@ def update_assignment(slug):
     s = session()
     a = store.update_assignment(s, slug, **body())
     s.commit()
-    return jsonify(assignment_json(a))
+    return jsonify({**assignment_json(a), "rescored": a.rescored})
 
 
 @bp.post("/assignments/<slug>/submissions")
@@ -216,7 +224,8 @@ def submit(slug):
     try:
         upload = store.create_submission(
             s, assignment, student, data, filename, archive_dir=current_app.config["SUBMISSIONS_DIR"],
-            enforce_attempts=current_app.config["ENFORCE_ATTEMPTS"] and not g.principal.is_instructor)
+            enforce_attempts=current_app.config["ENFORCE_ATTEMPTS"] and not g.principal.is_instructor,
+            enforce_rules=not g.principal.is_instructor)
     except Rejected as exc:
         status = 413 if len(data) > MAX_BYTES else 422
         return error(status, "rejected", f"{filename}: {exc}")
@@ -262,7 +271,7 @@ def upload_bytes() -> tuple[bytes, str]:
 @require()
 def list_submissions(slug):
     s = session()
-    assignment = store.get_assignment(s, slug)
+    assignment = store.get_assignment(s, slug) if g.principal.is_instructor else store.student_assignment(s, slug)
     student = None
     if not g.principal.is_instructor:
         student = accounts.get_student(s, g.principal.username)

@@ -1,6 +1,7 @@
 """The course rules on the pages (issue 17): the sentences students read (grader/app/rules_text.py, pure), the submit
 page's rules, late notice and assignment choices, the counted submission on the history page, and the instructor's
 assignment settings page with its extensions and rubric upload."""
+import io
 import re
 from datetime import datetime, timedelta, timezone
 
@@ -9,7 +10,7 @@ import pytest
 from grader.app import rules_text
 from grader.app.rules import Rules
 
-from .web_helpers import csrf, graded_report, grade_now, sign_in_instructor, sign_in_student, text_of, upload
+from .web_helpers import ROOT, csrf, graded_report, grade_now, sign_in_instructor, sign_in_student, text_of, upload
 
 UTC = timezone.utc
 DUE = datetime(2026, 12, 18, 23, 59, tzinfo=UTC)  # a Friday
@@ -260,3 +261,172 @@ def test_choosing_is_refused_without_csrf_for_another_or_under_best(web_app, ali
     other = web_app.test_client()
     sign_in_student(other, "bob", course.bob)
     assert other.post("/submissions/1/choose", data={"csrf_token": csrf(other, "/submissions")}).status_code == 404
+
+
+# ---------------------------------------------------------------- the instructor's settings page
+
+SETTINGS = "/instructor/assignments/cap/settings"
+RUBRIC_TEXT = (ROOT / "rubric" / "capstone.toml").read_text()
+
+
+@pytest.fixture
+def prof(client, course):
+    sign_in_instructor(client)
+    return client
+
+
+def post(client, path: str, data: dict, files: dict | None = None):
+    form = {"csrf_token": csrf(client, SETTINGS), **data}
+    if files:
+        form.update({k: (io.BytesIO(v[0]), v[1]) for k, v in files.items()})
+        return client.post(path, data=form, content_type="multipart/form-data")
+    return client.post(path, data=form)
+
+
+def stored(app, slug="cap"):
+    from grader.app import rules, store
+    from grader.app.db import get_db
+    with app.app_context(), get_db(app).session() as s:
+        a = store.get_assignment(s, slug)
+        return a.state, a.opens_at, a.due_at, dict(a.rules or {}), a.rubric_id, rules.rules_for(s, a)
+
+
+FORM = {"title": "Capstone", "state": "open", "opens_at": "", "due_at": "", "grace_minutes": "", "late_per_day": "",
+        "late_max": "", "attempts": "", "period": "", "counts": ""}
+
+
+def test_the_settings_page_says_utc_and_what_each_blank_rule_falls_back_to(prof):
+    page = prof.get(SETTINGS)
+    text = text_of(page)
+    assert page.status_code == 200
+    assert "All times are UTC" in text and "Opens (UTC)" in text and "Due (UTC)" in text
+    assert "blank: the rubric's deadline (2026-12-18 23:59 UTC)" in text
+    assert "Grace (minutes) blank: the rubric's (15)" in text
+    assert "Late penalty per started day (%) blank: the rubric's (10)" in text
+    assert "Your best submission counts." in text and "10 attempts per day, plus a student's extra attempts." in text
+    html = page.get_data(as_text=True)
+    assert html.count('type="datetime-local"') == 3, "opens, due and an extension's date"
+
+
+def test_saving_the_settings_changes_what_students_are_told(web_app, prof, course):
+    r = post(prof, SETTINGS, {**FORM, "title": "Capstone 2", "due_at": "2099-12-20T23:59", "grace_minutes": "5",
+                              "late_per_day": "20", "late_max": "60", "attempts": "3", "period": "week",
+                              "counts": "chosen"})
+    assert r.status_code == 303, text_of(r)[:600]
+    assert "Saved the settings of cap." in text_of(prof.get(r.location))
+    state, _, due, own, _, r_ = stored(web_app)
+    assert due == datetime(2099, 12, 20, 23, 59), "the input is UTC, stored as naive UTC"
+    assert own == {"grace_minutes": 5.0, "late_penalty_per_day": 0.2, "late_penalty_max": 0.6,
+                   "attempts_per_period": 3, "period": "week", "counts": "chosen"}
+    assert (r_.late_per_day, r_.attempts, r_.counts) == (0.2, 3, "chosen")
+    form = prof.get(SETTINGS).get_data(as_text=True)
+    assert 'name="late_per_day" value="20"' in form and 'name="due_at" value="2099-12-20T23:59"' in form, \
+        "the form shows what is stored, percents as percents"
+    student = web_app.test_client()
+    web_app.config["ENFORCE_ATTEMPTS"] = True
+    sign_in_student(student, "alice", course.alice)
+    card = rules_of(student.get("/submit"))
+    assert "Due Sunday 20 Dec 2099 23:59 UTC" in card and "3 of 3 attempts left this week." in card
+    assert "The submission you choose counts" in card
+    assert "Late uploads lose 20% of their score per started day late (after 5 minutes of grace), at most 60%." in card
+    r = post(prof, SETTINGS, {**FORM})
+    assert r.status_code == 303 and stored(web_app)[3] == {}, "blank fields give the rubric's rules back"
+
+
+@pytest.mark.parametrize("fields, field, message", [
+    (dict(grace_minutes="soon"), "grace_minutes", "'soon' is not a number"),
+    (dict(late_per_day="150"), "late_per_day", "a percentage from 0 to 100"),
+    (dict(attempts="2.5"), "attempts", "a whole number, 0 or more (0 = unlimited)"),
+    (dict(due_at="next friday"), "due_at", "'next friday' is not a date and time such as 2026-12-18T23:59 (UTC)"),
+    (dict(opens_at="2099-12-21T00:00", due_at="2099-12-20T23:59"), "due_at", "the due date must be after the opening"),
+    (dict(state="hidden"), "state", "choose one of draft, open, closed, archived"),
+    (dict(counts="worst"), "counts", "choose one of best, latest, chosen"),
+], ids=["grace", "percent", "attempts", "date", "order", "state", "counts"])
+def test_bad_settings_are_refused_with_what_was_typed_kept(web_app, prof, fields, field, message):
+    before = stored(web_app)[:5]
+    r = post(prof, SETTINGS, {**FORM, "title": "Typed title", "late_max": "40", **fields})
+    text, html = text_of(r), r.get_data(as_text=True)
+    assert r.status_code == 422, f"expected the form again, got {r.status_code}"
+    assert "Nothing was saved" in text and message in text, text[:1500]
+    assert f'id="{field}-error"' in html and 'aria-invalid="true"' in html, "the message sits at its field"
+    assert 'value="Typed title"' in html and 'name="late_max" value="40"' in html, "what was typed is kept"
+    assert stored(web_app)[:5] == before, "nothing is stored"
+
+
+def test_a_rubric_upload_is_pinned_and_a_bad_one_names_each_problem_with_its_line(web_app, prof):
+    bad = RUBRIC_TEXT.replace("late_penalty_per_day = 0.10", "late_penalty_per_day = 2").replace(
+        "weight = 15", 'weight = "x"', 1)
+    r = post(prof, "/instructor/assignments/cap/rubric", {}, {"rubric": (bad.encode(), "bad.toml")})
+    text = text_of(r)
+    assert r.status_code == 422 and "The rubric was not used" in text
+    assert 'bad.toml, line 14: "late_penalty_per_day" must be a fraction from 0 to 1 (0.1 = 10%), not 2' in text, text
+    assert "bad.toml, line 20, category \"specification\": \"weight\" must be a number" in text
+    assert stored(web_app)[4] is None, "still the packaged rubric"
+    mine = RUBRIC_TEXT.replace('version = "2026-11-29.1"', 'version = "2026-12-02.course"').replace(
+        'counts = "best"', 'counts = "last"')
+    r = post(prof, "/instructor/assignments/cap/rubric", {}, {"rubric": (mine.encode(), "course.toml")})
+    assert r.status_code == 303, text_of(r)[:800]
+    page = text_of(prof.get(r.location))
+    assert "cap is now scored by course.toml." in page and "Scored by rubric 2026-12-02.course (course.toml)" in page
+    assert "Your latest submission counts." in page, "the pinned rubric's policy ('last' means latest)"
+    r = post(prof, "/instructor/assignments/cap/rubric", {"packaged": "1"})
+    assert r.status_code == 303 and stored(web_app)[4] is None
+    r = post(prof, "/instructor/assignments/cap/rubric", {}, {"rubric": (b"\xff\xfe", "x.toml")})
+    assert r.status_code == 422 and "x.toml is not UTF-8 text." in text_of(r)
+
+
+def test_extensions_are_given_listed_and_removed(web_app, prof, course):
+    r = post(prof, "/instructor/assignments/cap/extensions",
+             {"student": "alice", "until": "2099-01-05T12:00", "extra_attempts": "2", "reason": "medical certificate"})
+    assert r.status_code == 303, text_of(r)[:800]
+    text = text_of(prof.get(r.location))
+    assert "alice has an extension on cap." in text
+    assert "alice 2099-01-05 12:00 UTC 2 medical certificate Remove" in text
+    student = web_app.test_client()
+    web_app.config["ENFORCE_ATTEMPTS"] = True
+    sign_in_student(student, "alice", course.alice)
+    card = rules_of(student.get("/submit"))
+    assert "Extended for you to Monday 5 Jan 2099 12:00 UTC" in card and "12 of 12 attempts left today." in card
+    r = post(prof, "/instructor/assignments/cap/extensions/alice/remove", {})
+    assert r.status_code == 303
+    text = text_of(prof.get(r.location))
+    assert "alice's extension on cap is removed" in text and "No extensions yet." in text
+    assert "Extended for you" not in rules_of(student.get("/submit"))
+    assert post(prof, "/instructor/assignments/cap/extensions/alice/remove", {}).status_code == 404, \
+        "no extension left to remove"
+
+
+@pytest.mark.parametrize("fields, field, message", [
+    (dict(student="", until="2099-01-05T12:00"), "student", "choose a student on the roster"),
+    (dict(student="alice"), "until", "give a new due date, extra attempts, or both"),
+    (dict(student="alice", until="tomorrow"), "until", "'tomorrow' is not a date and time"),
+    (dict(student="alice", extra_attempts="-1"), "extra_attempts", "a whole number, 0 or more"),
+], ids=["no-student", "nothing", "bad-date", "negative"])
+def test_a_bad_extension_is_refused_with_what_was_typed_kept(web_app, prof, fields, field, message):
+    r = post(prof, "/instructor/assignments/cap/extensions", {"reason": "typed reason", **fields})
+    text, html = text_of(r), r.get_data(as_text=True)
+    assert r.status_code == 422 and "No extension was given" in text and message in text, text[:1500]
+    assert f'id="{field}-error"' in html and 'value="typed reason"' in html
+    assert "No extensions yet." in text
+
+
+def test_a_new_assignment_starts_as_a_draft_students_cannot_see(web_app, prof, course):
+    r = post(prof, "/instructor/assignments/new", {"slug": "bad slug!", "title": "Week 2"})
+    assert r.status_code == 422 and "Slug must be 1-64 letters, digits, '-' or '_'." in text_of(r)
+    assert 'value="Week 2"' in r.get_data(as_text=True)
+    r = post(prof, "/instructor/assignments/new", {"slug": "week2", "title": "Week 2", "state": "draft"})
+    assert r.status_code == 303 and r.location == "/instructor/assignments/week2/settings"
+    assert stored(web_app, "week2")[0] == "draft"
+    assert "Settings & extensions" in text_of(prof.get("/instructor/")), "the dashboard links each one's settings"
+    student = web_app.test_client()
+    sign_in_student(student, "alice", course.alice)
+    assert "Week 2" not in text_of(student.get("/submit"))
+
+
+def test_the_settings_pages_are_for_signed_in_instructors_with_the_form_token(web_app, client, course, prof):
+    assert prof.post(SETTINGS, data=FORM).status_code == 400, "no CSRF token"
+    other = web_app.test_client()
+    sign_in_student(other, "alice", course.alice)
+    r = other.get(SETTINGS)
+    assert r.status_code == 302 and "/instructor/signin" in r.location
+    assert prof.get("/instructor/assignments/nope/settings").status_code == 404

@@ -78,7 +78,7 @@ def inactive_reason(username: str, deactivated_at, removed_at) -> str | None:
     if removed_at is not None:
         return f"the account {username} has been removed from the roster: ask your instructor"
     if deactivated_at is not None:
-        return f"the account {username} is deactivated: it cannot sign in or upload until your instructor reactivates it"
+        return f"the account {username} is deactivated: no sign-in or upload until your instructor reactivates it"
     return None
 
 

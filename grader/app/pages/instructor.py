@@ -1,12 +1,8 @@
 """Instructor pages: every submission at a glance, a student's history, one submission in full with the report beside
 the automatic scores, manual grading, regrades, the score distribution, releases, CSV export and roster import."""
-import csv
-import io
-
 from flask import (Blueprint, Response, abort, current_app, flash, jsonify, redirect, render_template, request,
                    url_for)
 
-from ...roster import RosterError, parse_roster
 from .. import accounts, coursework, scoring, store
 from ..db import session
 from ..files import content_disposition, submission_file
@@ -19,7 +15,6 @@ from .charts import histogram
 from .results import manual_form_items, result_view, status_json
 
 bp = setup_blueprint(Blueprint("instructor", __name__, url_prefix="/instructor"))
-ROSTER_MAX_BYTES = 1 << 20
 
 
 def instructor():
@@ -253,63 +248,4 @@ def releases(slug):
     return redirect(url_for(".assignment", slug=slug), 303)
 
 
-@bp.get("/assignments/<slug>/export.csv")
-@signed_in("instructor")
-def export(slug):
-    """The gradebook, as the API's export: a row per roster student, the submission that counts, its points."""
-    from rubric import gradebook_csv  # the rubric package is optional to the app (scoring.current_rubric)
-    rows = coursework.gradebook(session(), get_assignment(slug))
-    return Response(gradebook_csv(rows), mimetype="text/csv",
-                    headers={"Content-Disposition": content_disposition(f"{slug}.csv")})
-
-
-# ---------------------------------------------------------------- the roster
-
-@bp.get("/roster")
-@signed_in("instructor")
-def roster():
-    return render_template("instructor/roster.html", students=accounts.list_students(session()), issued=None,
-                           error=None)
-
-
-@bp.post("/roster")
-@signed_in("instructor")
-def roster_import():
-    """Add the students of a CSV and show each new token once (or send them back as a CSV download)."""
-    s = session()
-    upload = request.files.get("roster")
-    text = request.form.get("text", "")
-    if upload is not None and upload.filename:
-        data = upload.read(ROSTER_MAX_BYTES + 1)
-        if len(data) > ROSTER_MAX_BYTES:
-            error = "The roster file is larger than 1 MiB."
-        else:
-            try:
-                text, error = data.decode("utf-8-sig"), None
-            except UnicodeDecodeError:
-                error = "The roster file is not UTF-8 text."
-    else:
-        error = None if text.strip() else "Choose a CSV file (or paste its text) with a header row: username,name,email."
-    if error is None:
-        try:
-            issued = accounts.import_roster(s, parse_roster(text), reissue=bool(request.form.get("reissue")))
-        except RosterError as exc:
-            error = str(exc)[0].upper() + str(exc)[1:] + "."
-        except store.StoreError as exc:
-            s.rollback()
-            error = exc.message[0].upper() + exc.message[1:] + "."
-    if error is not None:
-        return render_template("instructor/roster.html", students=accounts.list_students(s), issued=None,
-                               error=error), 422
-    s.commit()
-    if request.form.get("as") == "csv":
-        out = io.StringIO()
-        writer = csv.writer(out)
-        writer.writerow(["username", "name", "token"])
-        from rubric.export import text_cell
-        for row in issued:
-            if row["token"]:
-                writer.writerow([text_cell(row["username"]), text_cell(row["name"]), row["token"]])
-        return Response(out.getvalue(), mimetype="text/csv",
-                        headers={"Content-Disposition": 'attachment; filename="tokens.csv"'})
-    return render_template("instructor/roster.html", students=accounts.list_students(s), issued=issued, error=None)
+# The roster page is in roster.py, the gradebook export in gradebook.py (on this blueprint).

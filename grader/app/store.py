@@ -336,12 +336,46 @@ def request_regrade(s: Session, sub: Submission) -> Submission:
     return sub
 
 
-def regrade_latest(s: Session, assignment: Assignment) -> list[Submission]:
-    """Grade every student's latest submission to the assignment again, except those already queued or running."""
-    subs = [sub for sub in latest_submissions(s, assignment).values() if sub.status in ("done", "failed")]
-    for sub in subs:
+REGRADE_WHICH = ("counted", "all")
+
+
+@dataclass
+class RegradePlan:
+    """What a regrade of an assignment would do: the submissions it regrades, and those it skips (still grading)."""
+    which: str  # counted | all
+    regrade: list[Submission]
+    skipped: list[Submission]  # queued or running: regraded by then anyway
+
+
+def regrade_plan(s: Session, assignment: Assignment, which: str = "counted") -> RegradePlan:
+    """The counted submission of each student (rules.counted_submissions), or every submission of the assignment."""
+    if which not in REGRADE_WHICH:
+        raise StoreError(f'which must be "counted" or "all", not {which!r}')
+    if which == "counted":
+        from .rules import counted_submissions  # rules reads the store: imported here, not at the top
+        subs = sorted(counted_submissions(s, assignment).values(), key=lambda sub: sub.id)
+    else:
+        subs = list(s.scalars(select(Submission).where(Submission.assignment_id == assignment.id)
+                              .order_by(Submission.id)))
+    return RegradePlan(which, [sub for sub in subs if sub.status in ("done", "failed")],
+                       [sub for sub in subs if sub.status in ("queued", "running")])
+
+
+def regrade_counted(s: Session, assignment: Assignment) -> list[Submission]:
+    """Grade each student's counted submission again, except those already queued or running."""
+    return run_regrade(s, regrade_plan(s, assignment, "counted"))
+
+
+def regrade_all(s: Session, assignment: Assignment) -> list[Submission]:
+    """Grade every submission of the assignment again, except those already queued or running."""
+    return run_regrade(s, regrade_plan(s, assignment, "all"))
+
+
+def run_regrade(s: Session, plan: RegradePlan) -> list[Submission]:
+    """Queue a new grading request for each submission the plan regrades."""
+    for sub in plan.regrade:
         request_regrade(s, sub)
-    return subs
+    return plan.regrade
 
 
 # ---------------------------------------------------------------- results

@@ -363,18 +363,22 @@ def results(ids, assignment, student, every, fmt, output, jobs, server, token):
 @click.option("--wait", "-w", is_flag=True, help="Follow the new gradings until they finish.")
 @click.option("--timeout", type=float, default=None, help="With --wait: give up after this many seconds.")
 @click.option("--quiet", "-q", is_flag=True)
+@click.option("--all", "every", is_flag=True, help="With -a: every submission, not only the counted ones.")
+@click.option("--yes", "-y", is_flag=True, help="With -a: do not ask (the count is still printed).")
 @client_options
-def regrade(ids, assignment, wait, timeout, quiet, server, token):
-    """Run the judge again (the earlier result is kept): the submissions IDS, or every student's latest in -a.
+def regrade(ids, assignment, wait, timeout, quiet, every, yes, server, token):
+    """Run the judge again (the earlier result is kept): the submissions IDS, or in -a each student's counted
+    submission (--all: every submission), after saying how many and asking.
 
     \b
     Examples:
       grader regrade 17 18 --wait
       grader regrade -a capstone
+      grader regrade -a capstone --all --yes
     """
     client = make_client(server, token)
     if not ids and not assignment:
-        raise BatchError("name submission ids, or an --assignment to regrade every student's latest submission")
+        raise BatchError("name submission ids, or an --assignment to regrade each student's counted submission")
     refused = []
     if ids:
         queued = []
@@ -387,7 +391,16 @@ def regrade(ids, assignment, wait, timeout, quiet, server, token):
                 refused.append(i)
                 click.echo(f"refused: submission {i}: {exc.message}", err=True)
     else:
-        queued = client.regrade_assignment(assignment)["queued"]
+        which = "all" if every else "counted"
+        plan = client.regrade_assignment(assignment, which)
+        skipped = plan["skipped"]["count"]
+        click.echo(f"{plan['count']} {'counted ' if which == 'counted' else ''}submission(s) of {assignment} to "
+                   f"regrade" + (f"; {skipped} skipped (already queued or running)" if skipped else ""))
+        if not plan["count"]:
+            return
+        if not yes:
+            click.confirm("Regrade them?", abort=True)
+        queued = client.regrade_assignment(assignment, which, confirm=True)["queued"]
     click.echo(f"{len(queued)} submission(s) queued for regrading" + (f", {len(refused)} refused" if refused else ""))
     if wait and queued:
         slug = assignment or client.submission(queued[0])["assignment"]

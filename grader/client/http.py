@@ -203,8 +203,10 @@ class Client:
     def regrade(self, submission_id: int) -> dict:
         return self.json("POST", f"/api/v1/submissions/{submission_id}/regrade", ok=(200, 202))
 
-    def regrade_assignment(self, slug: str) -> dict:
-        return self.json("POST", f"/api/v1/assignments/{slug}/regrade", ok=(200, 202))
+    def regrade_assignment(self, slug: str, which: str = "counted", confirm: bool = False) -> dict:
+        """Without confirm, how many it would regrade ("count", "skipped"); with it, "queued" too."""
+        return self.json("POST", f"/api/v1/assignments/{slug}/regrade", ok=(200, 202),
+                         json={"which": which, "confirm": confirm})
 
     def rescore(self, slug: str | None = None) -> dict:
         return self.json("POST", "/api/v1/rescore", json={"assignment": slug} if slug else {})

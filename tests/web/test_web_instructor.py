@@ -111,7 +111,13 @@ def test_regrade_one_and_all(web_app, classroom, prof):
     assert prof.post("/instructor/submissions/1/regrade", data={"csrf_token": token}).status_code == 303
     r = prof.post("/instructor/submissions/3/regrade", data={"csrf_token": token})
     assert r.status_code == 409 and "regrade it once it is done" in text_of(r)
-    prof.post("/instructor/assignments/cap/regrade", data={"csrf_token": token})
+    asked = prof.get("/instructor/assignments/cap/regrade")
+    assert "This regrades the 1 counted submission" in text_of(asked), "the count first (bob's counts nothing yet)"
+    every = text_of(prof.get("/instructor/assignments/cap/regrade?which=all"))
+    assert "every submission of the assignment: 1 . 2 are skipped: already queued or running" in every, every
+    with web_app.app_context(), get_db(web_app).session() as s:
+        assert s.get(Submission, 2).request == 1, "asking regrades nothing"
+    prof.post("/instructor/assignments/cap/regrade", data={"csrf_token": token, "which": "counted", "confirm": "yes"})
     with web_app.app_context(), get_db(web_app).session() as s:
         requests = {sid: (s.get(Submission, sid).status, s.get(Submission, sid).request) for sid in (1, 2, 3)}
     assert requests == {1: ("queued", 2), 2: ("queued", 2), 3: ("queued", 1)}, requests

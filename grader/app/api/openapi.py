@@ -208,8 +208,14 @@ def paths() -> dict:
                        query("student", "filter (instructors)"), query("limit", "at most 1000", "integer"),
                        query("offset", "skip this many", "integer")])},
         "/api/v1/assignments/{slug}/regrade": {
-            "post": op("results", "Regrade every student's latest submission", ok({"type": "object"}, "Queued", "202")
-                       | errors(401, 403, 404), [SLUG], role="instructor")},
+            "post": op("results", "Regrade each student's counted submission (or all): without confirm, only how many",
+                       ok({"type": "object", "description": "the dry run: count, submissions, skipped"})
+                       | ok({"type": "object", "description": "with confirm: the same and queued"}, "Queued", "202")
+                       | errors(400, 401, 403, 404), [SLUG],
+                       json_body({"type": "object", "properties": {
+                           "which": {"enum": ["counted", "all"], "description": "default counted"},
+                           "confirm": {"type": "boolean", "description": "default false: a dry run"}}},
+                                 required=False), role="instructor")},
         "/api/v1/assignments/{slug}/export": {
             "get": op("results", "The gradebook: per roster student their name, e-mail, state, the counted "
                       "submission's id, score and late penalty (fraction and points)",
@@ -327,6 +333,12 @@ def analytics_paths() -> dict:
     return openapi_paths()
 
 
+def grading_paths() -> dict:
+    """The grading queue's and line comments' routes, described beside them (api/grading.py)."""
+    from .grading import openapi_paths
+    return openapi_paths()
+
+
 def document() -> dict:
     """The whole OpenAPI document."""
     return {
@@ -338,7 +350,7 @@ def document() -> dict:
         "servers": [{"url": "/"}],
         "tags": [{"name": t} for t in TAGS],
         "security": [{"bearer": []}],
-        "paths": {**paths(), **analytics_paths()},
+        "paths": {**paths(), **analytics_paths(), **grading_paths()},
         "components": {"schemas": schemas(),
                        "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}},
     }

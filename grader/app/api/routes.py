@@ -384,11 +384,27 @@ def regrade(submission_id):
 @bp.post("/assignments/<slug>/regrade")
 @require(INSTRUCTOR)
 def regrade_assignment(slug):
-    """Regrade every student's latest submission that is not already queued or running."""
+    """{"which": "counted"|"all", "confirm": bool}: without confirm, how many it would regrade (nothing is queued);
+    with it, regrade them. Submissions already queued or running are skipped either way."""
     s = session()
-    subs = store.regrade_latest(s, store.get_assignment(s, slug))
+    data = request.get_json(silent=True) or {}
+    if not isinstance(data, dict):
+        raise store.StoreError('send a JSON object {"which": "counted" or "all", "confirm": true or false}')
+    which, confirm = data.get("which", "counted"), data.get("confirm", False)
+    if not isinstance(confirm, bool):
+        raise store.StoreError(f"confirm must be true or false, not {confirm!r}")
+    plan = store.regrade_plan(s, store.get_assignment(s, slug), which)
+    answer = {"which": plan.which, "confirm": confirm, "count": len(plan.regrade),
+              "submissions": [sub.id for sub in plan.regrade],
+              "skipped": {"count": len(plan.skipped), "submissions": [sub.id for sub in plan.skipped],
+                          "reason": "already queued or running"}}
+    if not confirm:
+        answer["message"] = (f"would regrade {len(plan.regrade)} {'counted ' if which == 'counted' else ''}"
+                             f"submission{'s' * (len(plan.regrade) != 1)} of {slug}; send confirm: true to do it")
+        return jsonify(answer)
+    subs = store.run_regrade(s, plan)
     commit_and_send(current_app, s, subs)
-    return jsonify({"queued": [sub.id for sub in subs]}), 202
+    return jsonify({**answer, "queued": [sub.id for sub in subs]}), 202
 
 
 @bp.put("/submissions/<int:submission_id>/manual")

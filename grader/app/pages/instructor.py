@@ -3,7 +3,7 @@ the automatic scores, manual grading, regrades, the score distribution, releases
 from flask import (Blueprint, Response, abort, current_app, flash, jsonify, redirect, render_template, request,
                    url_for)
 
-from .. import accounts, coursework, scoring, store
+from .. import accounts, coursework, grading, scoring, store
 from ..db import session
 from ..files import content_disposition, submission_file
 from ..models import SUBMISSION_STATUSES, Submission
@@ -90,7 +90,8 @@ def dashboard():
                                      min_score=f["min_value"], max_score=f["max_value"], sort=f["sort"],
                                      descending=f["order"] != "asc")
     return render_template("instructor/dashboard.html", rows=rows, f=f, problems=problems, assignments=assignments,
-                           counts=store.queue_counts(s), statuses=SUBMISSION_STATUSES, sorts=coursework.SORTS)
+                           counts=store.queue_counts(s), statuses=SUBMISSION_STATUSES, sorts=coursework.SORTS,
+                           marks=grading.marks(s, rows))
 
 
 @bp.get("/students/<username>")
@@ -101,8 +102,9 @@ def student(username):
         st = accounts.get_student(s, username)
     except store.NotFound:
         abort(404)
-    return render_template("instructor/student.html", student=st,
-                           rows=coursework.submission_rows(s, student_id=st.id, sort="submitted"))
+    rows = coursework.submission_rows(s, student_id=st.id, sort="submitted")
+    return render_template("instructor/student.html", student=st, rows=rows,
+                           counted={i for i, m in grading.marks(s, rows).items() if m["counted"]})
 
 
 # ---------------------------------------------------------------- one submission
@@ -122,7 +124,7 @@ def submission_page(sub: Submission, errors: dict | None = None, typed=None):
     if report is not None and report.kind == "markdown":
         report_text = report.content.decode("utf-8", errors="replace")
     return render_template("instructor/submission.html", sub=sub, view=view, status=status_json(s, sub),
-                           report=report, report_text=report_text, source=sub.content.decode("utf-8", "replace"),
+                           report=report, report_text=report_text, lines=grading.source_view(s, sub),
                            manual=manual_form_items(view["score"], sub.manual),
                            history=coursework.manual_history(s, sub), attempts=store.attempts_of(s, sub),
                            results=store.results_of(s, sub), poll_s=current_app.config["WEB_POLL_S"],
@@ -204,14 +206,23 @@ def get_assignment(slug: str):
         abort(404)
 
 
-@bp.post("/assignments/<slug>/regrade")
+@bp.route("/assignments/<slug>/regrade", methods=["GET", "POST"])
 @signed_in("instructor")
 def regrade_all(slug):
+    """First how many it would regrade (counted submissions, or all), then, once confirmed, regrade them."""
     s = session()
-    subs = store.regrade_latest(s, get_assignment(slug))
-    commit_and_send(current_app, s, subs)
-    flash(f"Queued {len(subs)} latest submission{'s' * (len(subs) != 1)} of {slug} for regrading.", "info")
-    return redirect(url_for(".dashboard", assignment=slug), 303)
+    a = get_assignment(slug)
+    which = request.values.get("which", "counted")
+    if which not in store.REGRADE_WHICH:
+        which = "counted"
+    if request.method == "POST" and request.form.get("confirm") == "yes":
+        subs = store.run_regrade(s, store.regrade_plan(s, a, which))
+        commit_and_send(current_app, s, subs)
+        flash(f"Queued {len(subs)} {'counted ' if which == 'counted' else ''}submission{'s' * (len(subs) != 1)} "
+              f"of {slug} for regrading.", "info")
+        return redirect(url_for(".dashboard", assignment=slug), 303)
+    plans = {w: store.regrade_plan(s, a, w) for w in store.REGRADE_WHICH}
+    return render_template("instructor/regrade_confirm.html", a=a, which=which, plans=plans)
 
 
 @bp.get("/assignments/<slug>")

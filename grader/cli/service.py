@@ -1,6 +1,7 @@
-"""`grader serve | worker | sweep | db | token | assignment`: the commands that run the service on this host.
+"""`grader serve | worker | sweep | db | token`: the commands that run the service on this host.
 
-Added to the `grader` group in grader/cli/__init__.py (`roster` is in roster.py, `instructor` in instructor.py).
+Added to the `grader` group in grader/cli/__init__.py (`roster` is in roster.py, `instructor` in instructor.py,
+`assignment` in assignment.py, re-exported here as service.assignment).
 flask, celery and sqlalchemy are imported inside the commands so that `grader check` and the client stay quick.
 """
 import json
@@ -8,6 +9,7 @@ import os
 
 import click
 
+from .assignment import assignment  # noqa: F401  (the `assignment` group lives in assignment.py)
 from .local import in_session, make_app, or_fail
 
 
@@ -131,25 +133,3 @@ def token_revoke(token_id):
     if not in_session(lambda s: revoke_token(s, token_id)):
         raise click.ClickException(f"no active token {token_id}")
     click.echo(f"revoked token {token_id}")
-
-
-@click.group()
-def assignment():
-    """Assignments: which checks, seed and limits a submission is graded with."""
-
-
-@assignment.command("create")
-@click.argument("slug")
-@click.option("--title", default="")
-@click.option("--track", type=click.Choice(["reverse", "lm"]), default=None, help="Default: either track.")
-@click.option("--checks", default="", help="Comma-separated check ids (default: all, as `grader check`).")
-@click.option("--seed", type=int, default=None, help="Default: the judge's seed, as `grader check`.")
-@click.option("--stage-s", type=float, default=None, help="Seconds per check (default: the judge's).")
-def assignment_create(slug, title, track, checks, seed, stage_s):
-    """Create an assignment."""
-    from ..app import store
-    fields = {"title": title, "track": track, "checks": [c.strip() for c in checks.split(",") if c.strip()],
-              "seed": seed, "limits": {"stage_s": stage_s} if stage_s else {}}
-    or_fail(lambda s: store.create_assignment(s, slug, **fields))
-    click.echo(f"created assignment {slug}")
-

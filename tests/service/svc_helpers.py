@@ -7,7 +7,8 @@ from sqlalchemy import text
 from tests.ci import missing
 
 PG_ADMIN = os.environ.get("GRADER_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
-TABLES = "scores, results, attempts, submissions, tokens, students, assignments"
+TABLES = ("scores, results, attempts, submissions, tokens, students, assignments, rubrics, extensions, feedback_rules, "
+          "line_comments")
 FAST_CHECKS = ["split_heads", "attention_sdpa", "rope"]
 
 

@@ -186,8 +186,10 @@ def manual_items(rubric) -> list:
 
 
 def grade_manual(s: Session, sub: Submission, grades: dict, instructor: Instructor | None):
-    """Check and record manual grades {item id: {"points", "comment"}}, keep who gave them, and rescore."""
-    rubric = scoring.current_rubric()
+    """Check and record manual grades {item id: {"points", "comment"}} against the manual items of the submission's
+    assignment's rubric, keep who gave them, and rescore."""
+    from .rules import rubric_for
+    rubric = rubric_for(s, sub.assignment)
     if rubric is None:
         raise StoreError("the rubric is not available, so there is nothing to grade by hand", 503)
     items = {item.id: item for _, item in manual_items(rubric)}

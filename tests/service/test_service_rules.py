@@ -331,3 +331,16 @@ def test_the_rubric_last_counts_as_latest(sqlite_app):
     text = SMALL_RUBRIC.replace('total = 10\n', 'total = 10\n\n[policy]\ncounts = "last"\n', 1)
     assert patch(client, course, rubric=text).status_code == 200
     assert client.get("/api/v1/assignments/cap", headers=Course.auth(course.alice)).get_json()["counts"] == "latest"
+
+
+def test_manual_grades_are_checked_against_the_pinned_rubric(app, course):
+    from grader.app import coursework
+    client = app.test_client()
+    sid = graded(app, client, course.alice, 1)
+    patch(client, course, rubric=SMALL_RUBRIC)
+    with app.app_context(), get_db(app).session() as s:
+        sub = s.get(Submission, sid)
+        with pytest.raises(store.StoreError, match="'spec_contract' is not a manual item of rubric t.1"):
+            coursework.grade_manual(s, sub, {"spec_contract": {"points": 1}}, None)
+        row = coursework.grade_manual(s, sub, {"written": {"points": 3, "comment": "clear"}}, None)
+        assert row.rubric_version == "t.1" and "written" not in row.score["pending_manual"]

@@ -7,6 +7,7 @@ Every failure is a ClientError whose message is one line and whose exit_code is 
 import random
 import threading
 import time
+from urllib.parse import quote
 
 import requests
 
@@ -217,8 +218,12 @@ class Client:
     def export_csv(self, slug: str) -> str:
         return self.request("GET", f"/api/v1/assignments/{slug}/export", params={"format": "csv"}).text
 
-    def students(self) -> list[dict]:
-        return self.json("GET", "/api/v1/students")
+    def students(self, removed: bool = False) -> list[dict]:
+        return self.json("GET", "/api/v1/students", params={"removed": "true"} if removed else None)
+
+    def student_action(self, username: str, action: str) -> dict:
+        """deactivate, reactivate, remove or rotate-token a student (instructor token); the answer's student JSON."""
+        return self.json("POST", f"/api/v1/students/{quote(username, safe='')}/{action}", ok=(200, 201))
 
     def add_student(self, username: str, name: str = "", email: str = "") -> dict:
         return self.json("POST", "/api/v1/students", ok=(200, 201), json={"username": username, "name": name,

@@ -81,8 +81,9 @@ def deactivate_student(username):
 @bp.post("/students/<username>/reactivate")
 @require(INSTRUCTOR)
 def reactivate_student(username):
-    """Undo a deactivation or a removal (a removed student's tokens stay revoked: rotate one)."""
-    return changed(accounts.reactivate_student, username)
+    """Undo a deactivation or a removal (a removed student's tokens stay revoked: rotate one); "was": the state before."""
+    was = accounts.student_state(accounts.get_student(session(), username))
+    return changed(accounts.reactivate_student, username, was=was)
 
 
 @bp.post("/students/<username>/remove")

@@ -31,6 +31,7 @@ PAGES = [
     ("instructor-dashboard", "prof", "/instructor/"),
     ("instructor-assignment", "prof", "/instructor/assignments/cap"),
     ("instructor-roster", "prof", "/instructor/roster"),
+    ("instructor-roster-remove", "prof", "/instructor/roster/bob/remove"),
     ("instructor-student", "prof", "/instructor/students/alice"),
     ("instructor-submission", "prof", "/instructor/submissions/2"),
 ]

@@ -75,7 +75,8 @@ def test_remove_asks_first_then_keeps_the_submissions(web_app, course, prof):
     exported = prof.get("/instructor/assignments/cap/export.csv").get_data(as_text=True)
     assert [row["student"] for row in csv.DictReader(io.StringIO(exported))] == ["bob"]
     assert prof.get("/instructor/submissions/1").status_code == 200, "the submission stays on its page"
-    assert "alice.py" in text_of(prof.get("/instructor/students/alice"))
+    history = text_of(prof.get("/instructor/students/alice"))
+    assert "alice.py" in history and "removed from the roster" in history, "her page keeps her submissions, marked"
     gone = sign_in_student(web_app.test_client(), "alice", course.alice)
     assert gone.status_code == 403 and "removed from the roster" in text_of(gone)
 

@@ -20,16 +20,18 @@ def charts(data: dict) -> dict:
     rows = [(c["title"], {"pass": c["pass"], "fail": c["fail"], "error": c["error"], "skipped": c["skipped"],
                           "other": c["timeout"] + c["oom"] + c["crash"]}) for c in data["checks"]]
     items = data["items"]
+    unit = "student" if data["basis"] == "counted" else "report"  # all: a student may be counted several times
+
+    def hist(entry, title, **size):
+        return histogram(entry["values"], entry["max"], title=title, unit=unit, **size)
     bucket = data["timeline"]["bucket"]
     times = [(r["start"][5:16].replace("T", " ") if bucket == "hour" else r["start"][:10], r["submissions"])
              for r in data["timeline"]["rows"]]
     return {"checks": stacked_bars(rows, SEGMENTS, title="Checks: share of reports by status", unit="reports"),
-            "total": histogram(items["total"]["values"], items["total"]["max"], title="Total", width=720, height=230),
-            "categories": [histogram(c["values"], c["max"], title=f"{c['title']} (of {c['max']:g})")
-                           for c in items["categories"] if c["max"]],
-            "items": {i["id"]: histogram(i["values"], i["max"], title=f"{i['title']} (of {i['max']:g})")
-                      for i in items["items"] if i["max"]},
-            "timeline": time_bars(times, title=f"Uploads per {bucket} ({data['timeline']['timezone']})")}
+            "total": hist(items["total"], "Total", width=720, height=230),
+            "categories": [hist(c, f"{c['title']} (of {c['max']:g})") for c in items["categories"] if c["max"]],
+            "items": {i["id"]: hist(i, f"{i['title']} (of {i['max']:g})") for i in items["items"] if i["max"]},
+            "timeline": time_bars(times, title=f"Uploads per {bucket} ({data['timeline']['timezone']})", width=1200)}
 
 
 @bp.get("/assignments/<slug>/analytics")

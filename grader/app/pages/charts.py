@@ -91,8 +91,8 @@ def line_chart(points: list[tuple[float, float]], *, title: str, x_label: str, y
 
 
 def histogram(values: list[float], max_value: float | None, *, title: str, bins: int = 10, width: int = 360,
-              height: int = 200, x_label: str = "points") -> Markup:
-    """Counts of values in equal bins from 0 to max_value (the last bin includes the maximum)."""
+              height: int = 200, x_label: str = "points", unit: str = "student") -> Markup:
+    """Counts of values in equal bins from 0 to max_value (the last bin includes the maximum); each value one `unit`."""
     values = [float(v) for v in values if v is not None and math.isfinite(v)]
     top = float(max_value) if max_value else max(values, default=1.0) or 1.0
     counts = [0] * bins
@@ -107,7 +107,7 @@ def histogram(values: list[float], max_value: float | None, *, title: str, bins:
     def sy(n):
         return down - n / y1 * (down - up)
     bar = (right - left) / bins
-    desc = f"{len(values)} students; " + ", ".join(
+    desc = f"{len(values)} {unit}s; " + ", ".join(
         f"{fmt(i * top / bins)}-{fmt((i + 1) * top / bins)}: {n}" for i, n in enumerate(counts) if n)
     out = [_svg(width, height, title, desc, "histogram")]
     out.append(f'<text x="{left}" y="18" class="chart-title">{escape(title)}</text>')
@@ -117,7 +117,7 @@ def histogram(values: list[float], max_value: float | None, *, title: str, bins:
     for i, n in enumerate(counts):
         lo, hi = i * top / bins, (i + 1) * top / bins
         x = left + i * bar
-        label = f"{fmt(lo)}–{fmt(hi)} {x_label}: {n} student{'s' * (n != 1)}"
+        label = f"{fmt(lo)}–{fmt(hi)} {x_label}: {n} {unit}{'s' * (n != 1)}"
         out.append(f'<g class="bin"><rect x="{x + 1:.1f}" y="{sy(n):.1f}" width="{bar - 2:.1f}" '
                    f'height="{down - sy(n):.1f}" class="bar"/>'
                    f'<rect x="{x:.1f}" y="{up}" width="{bar:.1f}" height="{down - up}" class="hit" fill-opacity="0">'
@@ -150,7 +150,7 @@ def loss_chart(metrics: dict) -> Markup | None:
 
 
 def stacked_bars(rows: list[tuple[str, dict]], segments: list[tuple[str, str, str]], *, title: str,
-                 width: int = 720, unit: str = "reports") -> Markup:
+                 width: int = 560, unit: str = "reports") -> Markup:
     """One horizontal bar per row, split into segments (key, label, colour) by share of the row's total; the row's
     label above its bar, the first segment's share at its end (e.g. each check's statuses, pass first)."""
     row_h, top, left, right = 40, 44, 8, width - 8
@@ -195,8 +195,11 @@ def time_bars(rows: list[tuple[str, int]], *, title: str, y_label: str = "submis
                       + f'<text x="8" y="34" class="empty">{escape(title)}: no data</text></svg>')
     left, right = PAD["left"], width - PAD["right"]
     up, down = PAD["top"], height - PAD["bottom"]
-    yticks = [t for t in nice_ticks(0, max(max(n for _, n in rows), 1) * 1.1, 4) if t == int(t)]
-    y1 = yticks[-1] or 1
+    most = max(max(n for _, n in rows), 1)
+    yticks = [t for t in nice_ticks(0, most * 1.1, 4) if t == int(t)]
+    if yticks[-1] <= most:  # headroom above the tallest bar
+        yticks.append(yticks[-1] + (yticks[-1] - yticks[-2] if len(yticks) > 1 else 1))
+    y1 = yticks[-1]
 
     def sy(n):
         return down - n / y1 * (down - up)

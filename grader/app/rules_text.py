@@ -97,8 +97,8 @@ def attempts_words(attempts: dict | None, now: datetime) -> str | None:
 def describe(rules, attempts: dict | None, now: datetime) -> list[str]:
     """The rules in sentences, most urgent first: dates, attempts, which submission counts, the late policy."""
     lines = [dates(rules, now)]
-    if rules.state == "open":
-        lines.append(attempts_words(attempts, now))
+    if rules.state == "open" and (rules.opens_at is None or utc(rules.opens_at) <= utc(now)):
+        lines.append(attempts_words(attempts, now))  # before it opens, attempts are not the question yet
     lines.append(COUNTS.get(rules.counts))
     if rules.state == "open":
         lines.append(late_policy(rules))

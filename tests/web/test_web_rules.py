@@ -75,6 +75,8 @@ def test_attempts_in_words():
     assert rules_text.attempts_words({"allowed": 0, "left": None, "period": "day"}, NOW) is None, "unlimited"
     assert "attempts" not in " ".join(rules_text.describe(rules(state="closed"), attempts(3), NOW)), \
         "a closed assignment says nothing of attempts"
+    unopened = rules(opens_at=datetime(2026, 12, 16, tzinfo=UTC))
+    assert "attempts" not in " ".join(rules_text.describe(unopened, attempts(3), NOW)), "nor one not open yet"
 
 
 @pytest.mark.parametrize("at, fraction, expected", [

@@ -19,6 +19,7 @@ from .models import FEEDBACK_LEVELS, Assignment, FeedbackRule, Instructor, Relea
 from .store import StoreError
 
 RANK = {level: n for n, level in enumerate(FEEDBACK_LEVELS)}
+DUE = "due"  # switch_at "due": the assignment's due date
 CACHE = "feedback_levels"  # Session.info key: assignment id -> Visibility, for one request's many rows
 
 
@@ -127,14 +128,23 @@ def parse_when(value) -> datetime | None:
             from None
 
 
+def due_date(s: Session, assignment: Assignment) -> datetime:
+    """The assignment's due date (its own, or its rubric policy's), naive UTC: switch_at "due"."""
+    due = rules.rules_for(s, assignment).due_at
+    if due is None:
+        raise StoreError(f"{assignment.slug} has no due date: give switch_at as a date and time")
+    return naive_utc(due)
+
+
 def set_rule(s: Session, assignment: Assignment, key: str, level, later_level=None, switch_at=None,
              instructor: Instructor | None = None) -> FeedbackRule:
-    """Set what students see of an item or category: `level` now, `later_level` from `switch_at` on."""
+    """Set what students see of an item or category: `level` now, `later_level` from `switch_at` on (a datetime,
+    ISO 8601 text, or "due" for the assignment's due date)."""
     kinds = known_keys(rubric_of(s, assignment))
     if key not in kinds:
         raise StoreError(f"{key!r} is not an item or category of the assignment's rubric")
     level, later = parse_level(level), parse_level(later_level, "later_level", optional=True)
-    when = parse_when(switch_at)
+    when = due_date(s, assignment) if switch_at == DUE else parse_when(switch_at)
     if (later is None) != (when is None):
         raise StoreError("a later level needs switch_at (when it starts), and switch_at needs later_level")
     row = s.scalar(select(FeedbackRule).where(FeedbackRule.assignment_id == assignment.id, FeedbackRule.key == key))

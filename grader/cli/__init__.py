@@ -8,7 +8,7 @@ bodies, so `grader --help` and the client start quickly.
 """
 import click
 
-from . import check, client, instructor, roster, service
+from . import check, client, feedback, instructor, roster, service
 
 
 @click.group(epilog=("The service's client: submit, status, results, regrade, rescore, export, roster import; "
@@ -38,4 +38,5 @@ main.add_command(service.sweep)
 main.add_command(service.db)
 main.add_command(service.token)
 main.add_command(service.assignment)
+service.assignment.add_command(feedback.assignment_feedback)
 main.add_command(instructor.instructor)

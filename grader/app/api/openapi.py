@@ -333,6 +333,12 @@ def analytics_paths() -> dict:
     return openapi_paths()
 
 
+def feedback_paths() -> dict:
+    """Feedback visibility's routes, described beside them (api/feedback.py)."""
+    from .feedback import openapi_paths
+    return openapi_paths()
+
+
 def grading_paths() -> dict:
     """The grading queue's and line comments' routes, described beside them (api/grading.py)."""
     from .grading import openapi_paths
@@ -350,7 +356,7 @@ def document() -> dict:
         "servers": [{"url": "/"}],
         "tags": [{"name": t} for t in TAGS],
         "security": [{"bearer": []}],
-        "paths": {**paths(), **analytics_paths(), **grading_paths()},
+        "paths": {**paths(), **analytics_paths(), **feedback_paths(), **grading_paths()},
         "components": {"schemas": schemas(),
                        "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}},
     }

@@ -6,7 +6,7 @@ from flask import Blueprint, Response, current_app, g, jsonify, request, url_for
 from sqlalchemy import text
 
 from ...source import MAX_BYTES, Rejected
-from .. import accounts, coursework, scoring, store
+from .. import accounts, coursework, scoring, store, visibility
 from ...registry import check_ids
 from ..db import session
 from ..files import content_disposition, submission_file
@@ -83,6 +83,9 @@ def assignment_json(a) -> dict:
          "limits": a.limits or {}, "created_at": iso(a.created_at)}
     if g.principal.is_instructor:
         d["seed"] = a.seed  # the seed is never shown to students
+    else:  # nor a check whose every rubric item is hidden from them (visibility.py)
+        vis = visibility.levels(session(), a)
+        d["checks"] = [cid for cid in d["checks"] if vis.check(cid) != "hidden"]
     from .assignments import rules_json  # the course rules (issue 17): api/assignments.py
     d.update(rules_json(session(), a))
     return d
@@ -99,7 +102,10 @@ def submission_json(s, sub: Submission) -> dict:
                    "file": url_for("api.get_file", submission_id=sub.id)}}
     if g.principal.is_instructor:
         d.update(error=sub.error, worker=sub.worker, heartbeat_at=iso(sub.heartbeat_at), manual=sub.manual)
-    elif sub.status == "failed":
+    elif d["progress"] is not None:  # a check the student cannot read is not named as the one running
+        d["progress"] = visibility.student_progress(d["progress"], list(sub.assignment.checks or []) or
+                                                    list(check_ids()), visibility.levels(s, sub.assignment))
+    if not g.principal.is_instructor and sub.status == "failed":
         d["message"] = "grading could not be completed on our side; your instructor can see why and regrade it"
     return d
 
@@ -117,24 +123,23 @@ def progress(sub: Submission) -> dict | None:
 def result_json(s, sub: Submission, result) -> dict:
     """A result with its score; for a student without the seed, and scores as the student may see them."""
     instructor = g.principal.is_instructor
-    released = None if instructor else coursework.released_keys(s, sub.assignment)  # the pages' releases apply too
-    report = dict(result.report)
+    # A student reads each item and check only as far as its feedback level allows (visibility.py)
+    vis = None if instructor else visibility.levels(s, sub.assignment)
+    report = dict(result.report) if instructor else visibility.student_report(result.report, vis)
     row = coursework.score_of(s, result)
     scored = row.score if row else None
     if not instructor:
-        scored = coursework.student_score(s, sub, scored, released)
+        scored = coursework.student_score(s, sub, scored, vis)
     d = {"submission": sub.id, "request": result.request, "created_at": iso(result.created_at),
          "grader_version": result.grader_version, "report": report, "score": scored,
          "rubric_version": row.rubric_version if row else None}
-    previous = coursework.previous_score(s, sub, result, for_student=not instructor, released=released)
+    previous = coursework.previous_score(s, sub, result, for_student=not instructor, vis=vis)
     if previous is not None:
         d["previous"] = {key: previous[key] for key in ("request", "total", "max")}
         d["diff"] = scoring.diff(previous["score"], scored)
     if instructor:
         d["options"] = result.options
         d["attempt"] = result.attempt
-    else:
-        report.pop("seed", None)  # the judge's seed is never shown to students
     return d
 
 
@@ -325,7 +330,7 @@ def get_result(submission_id):
     sub = visible_submission(s, submission_id)
     result = store.latest_result(s, sub)
     if result is None and sub.status in ("queued", "running"):
-        return jsonify(partial_json(sub))
+        return jsonify(partial_json(sub, None if g.principal.is_instructor else visibility.levels(s, sub.assignment)))
     if result is None:
         return error(404, "not_graded", f"submission {sub.id} has no result yet (status: {sub.status})",
                      status=sub.status)
@@ -335,21 +340,26 @@ def get_result(submission_id):
     return jsonify(d)
 
 
-def partial_verdicts(sub: Submission) -> list[dict]:
-    """The checks the judge has decided so far for the running attempt, in the assignment's order. A student sees
-    them as in the final report: check verdicts are never hidden (only rubric items are, in the score)."""
+def partial_verdicts(sub: Submission, vis=None) -> list[dict]:
+    """The checks the judge has decided so far for the running attempt, in the assignment's order. A student (vis:
+    the assignment's feedback levels) reads them as in the final report, each only as far as its level allows."""
     checks = list(sub.assignment.checks or []) or list(check_ids())
     found = {c.get("id"): c for c in sub.partial or [] if isinstance(c, dict)}
-    return [found[cid] for cid in checks if cid in found]
+    verdicts = [found[cid] for cid in checks if cid in found]
+    return verdicts if vis is None else visibility.student_checks(verdicts, vis)
 
 
-def partial_json(sub: Submission) -> dict:
-    """A submission still queued or running: the verdicts decided so far, no score until the result is stored."""
-    checks = partial_verdicts(sub)
+def partial_json(sub: Submission, vis=None) -> dict:
+    """A submission still queued or running: the verdicts decided so far, no score until the result is stored.
+    vis: a student's feedback levels (a check they cannot read is neither listed, pending nor named as running)."""
+    checks = partial_verdicts(sub, vis)
     done = {c["id"] for c in checks}
+    every = list(sub.assignment.checks or []) or list(check_ids())
+    readable = every if vis is None else [cid for cid in every if visibility.readable(vis, cid)]
+    running = progress(sub) if vis is None else visibility.student_progress(progress(sub), every, vis)
     return {"submission": sub.id, "request": sub.request, "partial": True, "current": False, "status": sub.status,
-            "progress": progress(sub), "report": {"checks": checks}, "score": None,
-            "pending": [cid for cid in list(sub.assignment.checks or []) or list(check_ids()) if cid not in done],
+            "progress": running, "report": {"checks": checks}, "score": None,
+            "pending": [cid for cid in readable if cid not in done],
             "message": f"submission {sub.id} is {sub.status}: the checks decided so far; the score comes with the "
                        "result"}
 

@@ -123,8 +123,9 @@ def submission_page(sub: Submission, errors: dict | None = None, typed=None):
     report_text = None
     if report is not None and report.kind == "markdown":
         report_text = report.content.decode("utf-8", errors="replace")
-    return render_template("instructor/submission.html", sub=sub, view=view, status=status_json(s, sub),
-                           report=report, report_text=report_text, lines=grading.source_view(s, sub),
+    return render_template("instructor/submission.html", sub=sub, view=view,
+                           status=status_json(s, sub, for_student=False), report=report, report_text=report_text,
+                           lines=grading.source_view(s, sub),
                            manual=manual_form_items(view["score"], sub.manual),
                            history=coursework.manual_history(s, sub), attempts=store.attempts_of(s, sub),
                            results=store.results_of(s, sub), poll_s=current_app.config["WEB_POLL_S"],
@@ -135,7 +136,7 @@ def submission_page(sub: Submission, errors: dict | None = None, typed=None):
 @bp.get("/submissions/<int:submission_id>/status.json")
 @signed_in("instructor")
 def status(submission_id):
-    return jsonify(status_json(session(), get_sub(submission_id)))
+    return jsonify(status_json(session(), get_sub(submission_id), for_student=False))
 
 
 @bp.post("/submissions/<int:submission_id>/manual")

@@ -3,14 +3,13 @@ the loss curve, and the live status of a grading."""
 import math
 import re
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from ...feedback import what_to_fix
-from ...registry import check_registry, hint
-from .. import coursework, scoring, store
+from ...registry import check_ids, check_registry, hint
+from .. import coursework, scoring, store, visibility
 from ..api.routes import partial_verdicts, progress
-from ..models import Release, Submission
+from ..models import Submission, utcnow
 from .charts import loss_chart
 
 STATUS_MEANING = {
@@ -87,8 +86,14 @@ def points_by_check(scored: dict | None) -> dict:
 
 
 def release_dates(s: Session, assignment) -> dict:
-    """Item or category id -> when it was released to the assignment's students (a score's denominator says why)."""
-    return dict(s.execute(select(Release.key, Release.created_at).where(Release.assignment_id == assignment.id)).all())
+    """Item or category id -> since when the assignment's students see it in full (a score's denominator says why):
+    when its rule was set, or when its later level "full" began."""
+    out = {}
+    for key, rule in visibility.stored_rules(s, assignment).items():
+        if visibility.level_now(rule) == "full":
+            switched = rule.later_level == "full" and rule.switch_at is not None and rule.switch_at <= utcnow()
+            out[key] = rule.switch_at if switched else rule.created_at
+    return out
 
 
 def result_view(s: Session, sub: Submission, for_student: bool) -> dict:
@@ -99,31 +104,39 @@ def result_view(s: Session, sub: Submission, for_student: bool) -> dict:
             "released_on": release_dates(s, sub.assignment)}
     if result is None:
         return view
+    # A student reads each check and item only as far as its feedback level allows; everything below comes from
+    # that cut report (the fixes, the loss curve, the counts), so a hidden check leaks nowhere on the page.
+    vis = visibility.levels(s, sub.assignment) if for_student else None
+    report = visibility.student_report(result.report, vis) if for_student else result.report
     row = coursework.score_of(s, result)
     scored = row.score if row else None
     if for_student:
-        scored = coursework.student_score(s, sub, scored, view["released"])
+        scored = coursework.student_score(s, sub, scored, vis)
     view["score"] = scored
     view["rubric_version"] = row.rubric_version if row else None
-    view["checks"] = check_rows(result.report, points_by_check(scored), instructor=not for_student)
-    view["fixes"] = what_to_fix(result.report)  # root causes first, each failure in its check's own words
-    training = next((c for c in result.report.get("checks", []) if c.get("id") == "training"), None)
+    view["checks"] = check_rows(report, points_by_check(scored), instructor=not for_student)
+    view["fixes"] = what_to_fix(report)  # root causes first, each failure in its check's own words
+    training = next((c for c in report.get("checks", []) if c.get("id") == "training"), None)
     if training is not None:
         view["training"] = training
         view["loss_chart"] = loss_chart(training.get("metrics") or {})
-    previous = coursework.previous_score(s, sub, result, for_student, view["released"])
+    previous = coursework.previous_score(s, sub, result, for_student, vis)
     if previous is not None and previous["scored"]:
         view["previous"] = previous
-    view["summary"] = result.report.get("summary") or {}
-    view["timings"] = result.report.get("timings") or {}
+    view["summary"] = report.get("summary") or {}
+    view["timings"] = report.get("timings") or {}
     view["current"] = sub.status == "done"
     return view
 
 
-def status_json(s: Session, sub: Submission) -> dict:
-    """What the status page polls: the state, the queue position, the check in progress, and a sentence saying so."""
+def status_json(s: Session, sub: Submission, for_student: bool = True) -> dict:
+    """What the status page polls: the state, the queue position, the check in progress, and a sentence saying so.
+    For a student, a check they cannot read (its feedback level) is neither named nor listed."""
     position = store.queue_position(s, sub)
+    vis = visibility.levels(s, sub.assignment) if for_student and sub.status in ("queued", "running") else None
     prog = progress(sub)
+    if vis is not None:
+        prog = visibility.student_progress(prog, list(sub.assignment.checks or []) or list(check_ids()), vis)
     if sub.status == "queued":
         text = f"Queued: number {position} in the queue" if position else "Queued"
         if sub.request > 1:
@@ -132,6 +145,8 @@ def status_json(s: Session, sub: Submission) -> dict:
         if prog and prog.get("check"):
             step = f"check {prog['index']} of {prog['of']}: " if prog.get("index") else ""
             text = f"Running {step}{prog['check']}"
+        elif prog and prog.get("phase") == "checking":  # a check the student cannot read is running: not named
+            text = "Running the checks"
         else:
             text = "Running: starting the sandbox"
     elif sub.status == "done":
@@ -139,15 +154,16 @@ def status_json(s: Session, sub: Submission) -> dict:
     else:
         text = "Grading could not be completed on our side; your instructor can see why and regrade it"
     return {"id": sub.id, "status": sub.status, "queue_position": position, "progress": prog, "text": text,
-            "finished": sub.status in ("done", "failed"), "verdicts": live_verdicts(sub)}
+            "finished": sub.status in ("done", "failed"), "verdicts": live_verdicts(sub, vis)}
 
 
-def live_verdicts(sub: Submission) -> list[dict]:
-    """While grading runs: each check decided so far (the API's partial result), as the status box lists it."""
+def live_verdicts(sub: Submission, vis=None) -> list[dict]:
+    """While grading runs: each check decided so far (the API's partial result, cut to a student's levels when vis
+    is given), as the status box lists it."""
     if sub.status not in ("queued", "running"):
         return []
     rows = []
-    for c in partial_verdicts(sub):
+    for c in partial_verdicts(sub, vis):
         status = str(c.get("status"))
         rows.append({"id": c.get("id"), "status": status, "badge": {"missing": "not run"}.get(status, status),
                      "title": getattr(check_registry().get(c.get("id")), "title", None) or c.get("id"),

@@ -158,7 +158,7 @@ def submit():
 
 
 def history_row(s, row: dict) -> dict:
-    """A dashboard row as the student may see it: totals over visible and released items only."""
+    """A dashboard row as the student may see it: totals over the items their feedback levels show."""
     shown = coursework.student_score(s, row["submission"], row["score"]) if row["score"] else None
     return {**row, "total": shown["total"] if shown else None, "max": shown["max"] if shown else None,
             "score": None}

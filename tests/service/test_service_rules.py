@@ -344,3 +344,16 @@ def test_manual_grades_are_checked_against_the_pinned_rubric(app, course):
             coursework.grade_manual(s, sub, {"spec_contract": {"points": 1}}, None)
         row = coursework.grade_manual(s, sub, {"written": {"points": 3, "comment": "clear"}}, None)
         assert row.rubric_version == "t.1" and "written" not in row.score["pending_manual"]
+
+
+def test_overrides_may_come_as_one_rules_object(sqlite_app):
+    course = make_course(sqlite_app)
+    client, auth = sqlite_app.test_client(), Course.auth(course.instructor)
+    r = patch(client, course, rules={"counts": "chosen", "grace_minutes": 5})
+    assert r.status_code == 200 and r.get_json()["rules"] == {"counts": "chosen", "grace_minutes": 5.0}
+    assert r.get_json()["late_policy"]["grace_minutes"] == 5.0 and r.get_json()["counts"] == "chosen"
+    r = patch(client, course, rules={"grace": 5})
+    assert r.status_code == 400 and "unknown rule 'grace'" in r.get_json()["message"]
+    r = patch(client, course, rules={"counts": None})
+    assert r.get_json()["rules"] == {"grace_minutes": 5.0} and r.get_json()["counts"] == "best"
+    assert client.get("/api/v1/assignments/cap", headers=auth).get_json()["rules"] == {"grace_minutes": 5.0}

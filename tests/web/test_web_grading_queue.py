@@ -225,3 +225,18 @@ def test_the_grading_forms_need_the_sessions_csrf_token(classroom, prof, path):
 def test_students_cannot_open_the_grading_pages(classroom):
     r = classroom["alice"].get("/instructor/assignments/cap/grading")
     assert r.status_code == 302 and "/instructor/signin" in r.location
+
+
+def test_a_message_citing_a_line_links_to_it(web_app, course, prof):
+    student = web_app.test_client()
+    sign_in_student(student, "alice", course.alice)
+    upload(student, REFERENCE + b"# cites\n", "cites.py")
+    report = graded_report(fail_split=True)
+    split = next(c for c in report["checks"] if c["id"] == "split_heads")
+    split.update(status="error", message="your code raised ValueError: line 25, in split_heads: raise ValueError(...)",
+                 details=["line 25, in split_heads: raise ValueError(...)"])
+    grade_now(web_app, 1, report)
+    mine = student.get("/submissions/1").get_data(as_text=True)
+    assert '<a href="/submissions/1/source#L25">line 25</a>' in mine, "the student's link goes to their own source"
+    theirs = prof.get("/instructor/submissions/1").get_data(as_text=True)
+    assert '<a href="#L25">line 25</a>' in theirs and 'id="L25"' in theirs, "the instructor's source is on the page"

@@ -1,6 +1,9 @@
 """Grading by hand what counts: the manual-grading queue of an assignment with its filter and graders, the grading
 view with next and previous, comments on lines of the source; and the student's own source with those comments."""
+import re
+
 from flask import abort, flash, redirect, render_template, request, url_for
+from markupsafe import Markup, escape
 
 from .. import coursework, grading, store
 from ..db import session
@@ -10,6 +13,7 @@ from .results import manual_form_items, result_view
 from .student import bp as student_bp, own_submission
 
 SHOW_TEXT = {"needs": "needs grading", "graded": "graded", "all": "all"}
+CITED_LINE = re.compile(r"\bline (\d{1,6})\b")  # as the harness cites the student's own traceback lines
 
 
 def queue_filters() -> dict:
@@ -207,3 +211,11 @@ def student_source(submission_id):
 def line_comment_count(sub) -> int:
     """How many comments the graders left on the submission's lines (the result page links to them)."""
     return len(grading.comments_of(session(), sub))
+
+
+@student_bp.app_template_filter()
+def cite_lines(text, source: str | None):
+    """A message with each "line 12" a link to that line of the numbered source at `source` (None: plain text)."""
+    if source is None or text is None:
+        return text
+    return Markup(CITED_LINE.sub(lambda m: f'<a href="{escape(source)}#L{m[1]}">{m[0]}</a>', str(escape(text))))

@@ -192,6 +192,8 @@ def issue_token(s: Session, role: str, student: Student | None = None, label: st
         raise ValueError(f"role must be one of {ROLES}")
     if (role == "student") != (student is not None):
         raise ValueError("a student token names its student; an instructor token names none")
+    if student is not None and student.removed_at is not None:  # every way to a token: API, page, CLI, import
+        raise Conflict(f"student {student.username!r} was removed from the roster; reactivate them first")
     plain = TOKEN_PREFIX + secrets.token_urlsafe(32)
     row = Token(token_hash=hash_token(plain), role=role, student_id=student.id if student else None, label=label)
     s.add(row)

@@ -116,6 +116,7 @@ def test_removing_a_student_revokes_tokens_and_keeps_the_submissions(app, course
     again = client.post("/api/v1/students", headers=auth, json={"username": "alice"})
     assert again.status_code == 409 and "reactivate" in again.get_json()["message"]
     assert client.post("/api/v1/students/alice/rotate-token", headers=auth).status_code == 409
+    assert client.post("/api/v1/students/alice/tokens", headers=auth).status_code == 409, "no token while removed"
     client.post("/api/v1/students/alice/reactivate", headers=auth)
     assert client.get("/api/v1/me", headers=Course.auth(course.alice)).status_code == 401, \
         "back on the roster, but the old token stays revoked"

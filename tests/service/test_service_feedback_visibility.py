@@ -216,3 +216,31 @@ def test_the_student_status_page_names_no_hidden_running_check(app, course):
     assert status["text"] == "Running the checks", status["text"]
     instructor = pages.get(f"/api/v1/submissions/{sid}", headers=Course.auth(course.instructor)).get_json()
     assert instructor["progress"]["check"] == "rope"
+
+
+def test_the_cli_sets_a_level_now_and_later_and_back_to_the_default(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from grader.cli import main
+    monkeypatch.setenv("GRADER_INSTANCE_PATH", str(tmp_path / "instance"))
+    monkeypatch.setenv("GRADER_DATABASE_URL", f"sqlite:///{tmp_path}/cli.sqlite")
+    monkeypatch.setenv("GRADER_SECRET_KEY", "a-test-key-of-some-length")
+    runner = CliRunner()
+
+    def grader(*args):
+        r = runner.invoke(main, list(args))
+        return r.exit_code, r.output
+    assert grader("assignment", "create", "cap", "--due", "2027-01-05T12:00:00Z")[0] == 0
+    code, out = grader("assignment", "feedback", "cap", "rope", "points", "--then", "full", "--at", "due")
+    assert code == 0 and out.strip() == "cap rope: points; full from 2027-01-05 12:00 UTC; students see points now", \
+        out
+    code, out = grader("assignment", "feedback", "cap", "specification", "summary")
+    assert code == 0 and "students see summary now" in out, out
+    code, out = grader("assignment", "feedback", "cap", "rope", "default")
+    assert code == 0 and out.strip() == "cap rope: default (full); students see full now", out
+    code, out = grader("assignment", "feedback", "cap", "nonsense", "full")
+    assert code == 1 and "'nonsense' is not an item or category of cap's rubric" in out, out
+    code, out = grader("assignment", "feedback", "cap", "rope", "full", "--then", "hidden")
+    assert code == 2 and "--then and --at go together" in out, out
+    code, out = grader("assignment", "feedback", "cap", "rope", "points", "--then", "full", "--at", "tomorrow")
+    assert code == 1 and "switch_at must be an ISO 8601 date" in out, out

@@ -3,7 +3,7 @@ the automatic scores, manual grading, regrades, the score distribution, releases
 from flask import (Blueprint, Response, abort, current_app, flash, jsonify, redirect, render_template, request,
                    url_for)
 
-from .. import accounts, coursework, grading, scoring, store
+from .. import accounts, coursework, grading, store, visibility
 from ..db import session
 from ..files import content_disposition, submission_file
 from ..models import SUBMISSION_STATUSES, Submission
@@ -235,7 +235,7 @@ def assignment(slug):
     dist = coursework.distribution(s, a)
     charts = [histogram(dist["total"]["values"], dist["total"]["max"], title="Total", width=720, height=230)]
     charts += [histogram(c["values"], c["max"], title=f"{c['title']} (of {c['max']:g})") for c in dist["categories"]]
-    rubric = scoring.current_rubric()
+    rubric = visibility.rubric_of(s, a)  # the assignment's pinned rubric: its hidden items are the ones to release
     hidden = []
     if rubric is not None:
         for cat in rubric.categories:

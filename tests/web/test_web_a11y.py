@@ -196,7 +196,7 @@ def test_a_keyboard_alone_filters_the_dashboard_and_no_menu_submits_on_change(si
     page.keyboard.press("Tab")
     assert page.evaluate("document.activeElement.textContent") == "Skip to main content"
     page.keyboard.press("Enter")
-    for _ in range(6):  # past the assignments' links (distribution, export, regrade all) to the filters
+    for _ in range(15):  # past each assignment's links (settings, distribution, export, queue, regrade) to the filters
         page.keyboard.press("Tab")
         if page.evaluate("document.activeElement.name") == "assignment":
             break

@@ -115,17 +115,21 @@ def parse_level(value, what: str = "level", optional: bool = False) -> str | Non
     return value
 
 
-def parse_when(value) -> datetime | None:
-    """switch_at from ISO 8601 text (a time without a zone is UTC), as naive UTC."""
+def parse_when(value, naive_is_utc: bool = False) -> datetime | None:
+    """switch_at from ISO 8601 text with a zone (as the assignment's dates), as naive UTC; naive_is_utc: a form's
+    field labelled UTC."""
     if value in (None, "") or isinstance(value, datetime):
         return naive_utc(value) if value else None
     if not isinstance(value, str):
         raise StoreError(f"switch_at must be an ISO 8601 date and time, not {value!r}")
     try:
-        return naive_utc(datetime.fromisoformat(value.strip().replace("Z", "+00:00")))
+        when = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
     except ValueError:
         raise StoreError(f"switch_at must be an ISO 8601 date and time such as 2026-12-19T00:00Z, not {value!r}") \
             from None
+    if when.tzinfo is None and not naive_is_utc:
+        raise StoreError(f"switch_at {value!r} has no time zone: add Z (UTC) or an offset such as +01:00")
+    return naive_utc(when)
 
 
 def due_date(s: Session, assignment: Assignment) -> datetime:

@@ -14,7 +14,7 @@ LEVELS = ("hidden", "points", "summary", "full")  # grader.app.models.FEEDBACK_L
 @click.option("--then", "later", type=click.Choice(LEVELS), default=None,
               help="The level from --at on (e.g. full after the due date).")
 @click.option("--at", "switch_at", default=None, metavar="ISO|due",
-              help='When --then starts: ISO 8601 (UTC without a zone), or "due" for the assignment\'s due date.')
+              help='When --then starts: ISO 8601 with a zone (Z or +01:00), or "due" for the assignment\'s due date.')
 def assignment_feedback(slug, key, level, later, switch_at):
     """Set what students see of rubric item or category KEY: hidden, points, summary or full (default: the
     rubric's visibility)."""

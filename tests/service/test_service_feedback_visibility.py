@@ -170,6 +170,7 @@ def test_the_feedback_api_sets_and_clears_levels_and_refuses_bad_ones(app, cours
     bad = [({"level": "secret"}, "level must be one of hidden, points, summary, full"),
            ({"level": "points", "later_level": "full"}, "a later level needs switch_at"),
            ({"level": "points", "later_level": "full", "switch_at": "soon"}, "ISO 8601"),
+           ({"level": "points", "later_level": "full", "switch_at": "2026-12-19T00:00"}, "has no time zone"),
            ]
     for data, message in bad:
         r = client.put(f"{url}/rope", headers=auth, json=data)
@@ -244,3 +245,8 @@ def test_the_cli_sets_a_level_now_and_later_and_back_to_the_default(tmp_path, mo
     assert code == 2 and "--then and --at go together" in out, out
     code, out = grader("assignment", "feedback", "cap", "rope", "points", "--then", "full", "--at", "tomorrow")
     assert code == 1 and "switch_at must be an ISO 8601 date" in out, out
+    later = ("assignment", "feedback", "cap", "rope", "points", "--then", "full", "--at")
+    code, out = grader(*later, "2027-01-01T00:00")
+    assert code == 1 and "has no time zone" in out, out
+    code, out = grader(*later, "2027-01-01T01:00+01:00")
+    assert code == 0 and "full from 2027-01-01 00:00 UTC" in out, out

@@ -62,7 +62,7 @@ def openapi_paths() -> dict:
                                                    "items": {"type": "array", "items": row}}})
     rule = json_body({"type": "object", "required": ["level"], "properties": {
         "level": levels, "later_level": {"type": ["string", "null"], "enum": [*FEEDBACK_LEVELS, None]},
-        "switch_at": {"type": ["string", "null"], "description": 'ISO 8601 (UTC without a zone), or "due": the '
+        "switch_at": {"type": ["string", "null"], "description": 'ISO 8601 with a zone, or "due": the '
                                                                  "assignment's due date"}}})
     key = path_param("key")
     return {

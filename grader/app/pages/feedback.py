@@ -64,7 +64,7 @@ def save_feedback(slug):
                 changed += 1
             continue
         try:
-            at = visibility.due_date(s, a) if when == visibility.DUE else visibility.parse_when(when)
+            at = visibility.due_date(s, a) if when == visibility.DUE else visibility.parse_when(when, naive_is_utc=True)
             if (level, later, at if later else None) == (row["level"], row["later_level"], row["switch_at"]):
                 continue
             visibility.set_rule(s, a, key, level, later, at if later else None, instructor())

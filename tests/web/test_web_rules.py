@@ -432,3 +432,16 @@ def test_the_settings_pages_are_for_signed_in_instructors_with_the_form_token(we
     r = other.get(SETTINGS)
     assert r.status_code == 302 and "/instructor/signin" in r.location
     assert prof.get("/instructor/assignments/nope/settings").status_code == 404
+
+
+def test_the_last_attempt_is_counted_down_and_then_refused_with_when_again(web_app, alice):
+    settle(web_app, attempts_per_period=2, period="day")
+    upload(alice)
+    assert "1 of 2 attempts left today." in rules_of(alice.get("/submit"))
+    upload(alice, module=upload.__defaults__[0] + b"# two\n")
+    card = rules_of(alice.get("/submit"))
+    assert re.search(r"You have used all 2 attempts today; you can submit again from \w+ \d+ \w+ 00:00 UTC\.", card), \
+        card
+    r = upload(alice, module=upload.__defaults__[0] + b"# three\n")
+    assert r.status_code == 429
+    assert "You have used all 2 submissions allowed per day on 'cap'; you can submit again from" in text_of(r)

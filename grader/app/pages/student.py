@@ -164,18 +164,21 @@ def history_row(s, row: dict) -> dict:
             "score": None}
 
 
-def counted_ids(s, student, subs) -> dict[int, str]:
-    """Submission id -> its assignment's policy (best | latest | chosen), for the submission of each assignment that
-    counts for this student."""
-    out, seen = {}, set()
+def counted_marks(s, student, subs) -> tuple[dict[int, str], set[int]]:
+    """({submission id: its assignment's policy} for the submission of each assignment that counts for this student,
+    {the assignments that count the chosen one}); the rules read once per assignment, not once per row."""
+    counted, chooses, seen = {}, set(), set()
     for sub in subs:
         if sub.assignment_id in seen:
             continue
         seen.add(sub.assignment_id)
-        counted = rules.counted_submission(s, sub.assignment, student)
-        if counted is not None:
-            out[counted.id] = rules.rules_for(s, sub.assignment, student).counts
-    return out
+        policy = rules.rules_for(s, sub.assignment, student).counts
+        if policy == "chosen":
+            chooses.add(sub.assignment_id)
+        mine = rules.counted_submission(s, sub.assignment, student)
+        if mine is not None:
+            counted[mine.id] = policy
+    return counted, chooses
 
 
 @bp.get("/submissions")
@@ -185,9 +188,7 @@ def history():
     s = session()
     student = me()
     rows = [history_row(s, r) for r in coursework.submission_rows(s, student_id=student.id)]
-    counted = counted_ids(s, student, [r["submission"] for r in rows])
-    chooses = {r["submission"].assignment_id for r in rows
-               if rules.rules_for(s, r["submission"].assignment, student).counts == "chosen"}
+    counted, chooses = counted_marks(s, student, [r["submission"] for r in rows])
     return render_template("student/history.html", history=rows, counted=counted, chooses=chooses)
 
 

@@ -122,3 +122,12 @@ def test_students_and_strangers_never_see_it(classroom, web_app):
     assert "split_heads" not in alice.get(PAGE, follow_redirects=True).get_data(as_text=True)
     assert web_app.test_client().get(PAGE + "/checks.csv").status_code == 302
 
+
+
+def test_an_assignment_nobody_submitted_to_says_so(course, prof):
+    page = prof.get(PAGE)
+    assert page.status_code == 200
+    assert rows_of(page, "analytics-diagnoses") == ["No failing check in these reports."]
+    assert rows_of(page, "analytics-slowest") == ["Nothing graded yet."]
+    assert "0 graded reports of 0 students" in text_of(page)
+    assert "Uploads per day (UTC): no data" in text_of(page)

@@ -240,3 +240,62 @@ def test_a_message_citing_a_line_links_to_it(web_app, course, prof):
     assert '<a href="/submissions/1/source#L25">line 25</a>' in mine, "the student's link goes to their own source"
     theirs = prof.get("/instructor/submissions/1").get_data(as_text=True)
     assert '<a href="#L25">line 25</a>' in theirs and 'id="L25"' in theirs, "the instructor's source is on the page"
+
+
+THREE_ITEMS = """version = "three.1"
+total = 10
+
+[[categories]]
+id = "auto"
+weight = 4
+
+[[categories.items]]
+id = "split"
+check = "split_heads"
+points = 4
+
+[[categories]]
+id = "report"
+weight = 6
+
+[[categories.items]]
+id = "written"
+title = "Masks stated"
+points = 2
+description = "what the report says about it"
+
+[[categories.items]]
+id = "ablation"
+title = "One ablation"
+points = 2
+description = "what the report says about it"
+
+[[categories.items]]
+id = "limits"
+title = "Limits stated"
+points = 2
+description = "what the report says about it"
+"""
+
+
+def test_the_queue_and_the_form_follow_the_assignments_pinned_rubric(web_app, course, prof):
+    """Three manual items of the pinned rubric, not the packaged rubric's ten: "2 of 3 items to grade"."""
+    api = web_app.test_client()
+    r = api.patch("/api/v1/assignments/cap", headers={"Authorization": f"Bearer {course.instructor}"},
+                  json={"rubric": THREE_ITEMS, "rubric_filename": "three.toml"})
+    assert r.status_code == 200, r.get_json()
+    student = web_app.test_client()
+    sign_in_student(student, "alice", course.alice)
+    upload(student, REFERENCE + b"# pinned\n", "pinned.py")
+    grade_now(web_app, 1, graded_report(fail_split=False))
+    assert "3 of 3 items to grade" in text_of(prof.get("/instructor/assignments/cap/grading"))
+    view = text_of(prof.get("/instructor/assignments/cap/grading/1"))
+    assert "Masks stated" in view and "One ablation" in view and "IDs, shapes and masks stated" not in view
+    r = prof.post("/instructor/assignments/cap/grading/1/manual", data={
+        "csrf_token": csrf(prof, "/instructor/"), "then": "stay", "points_written": "2"})
+    assert r.status_code == 303 and "Saved 1 manual grade" in text_of(prof.get(r.location))
+    assert "2 of 3 items to grade" in text_of(prof.get("/instructor/assignments/cap/grading"))
+    dashboard = text_of(prof.get("/instructor/"))
+    assert "2 of 3 items to grade" in dashboard
+    page = text_of(prof.get("/instructor/submissions/1"))
+    assert "Masks stated" in page and "IDs, shapes and masks stated" not in page, "the submission page's form too"

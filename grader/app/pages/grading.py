@@ -7,6 +7,7 @@ from markupsafe import Markup, escape
 
 from .. import coursework, grading, store
 from ..db import session
+from ..rules import rubric_for
 from .common import form_number, safe_next, signed_in, who
 from .instructor import bp, get_assignment, get_sub, instructor
 from .results import manual_form_items, result_view
@@ -122,7 +123,8 @@ def grading_page(a, sub, errors: dict | None = None, typed=None):
     counted = grading.counted(s, a).get(sub.student_id)
     return render_template("instructor/grading_view.html", a=a, sub=sub, entry=entry, f=f, rows=rows, prev=prev,
                            next=nxt, place=place, view=view, report=report, report_text=report_text,
-                           manual=manual_form_items(view["score"], sub.manual), errors=errors or {}, typed=typed,
+                           manual=manual_form_items(view["score"], sub.manual, rubric_for(s, a)),
+                           errors=errors or {}, typed=typed,
                            lines=grading.source_view(s, sub), here=here, args=filter_args(f),
                            show_text=SHOW_TEXT, counted=counted is not None and counted.id == sub.id), \
         422 if errors else 200
@@ -135,7 +137,7 @@ def grading_save(slug, submission_id):
     s = session()
     a, sub = queue_sub(slug, submission_id)
     grades, errors = {}, {}
-    for item in manual_form_items(None, sub.manual):
+    for item in manual_form_items(None, sub.manual, rubric_for(s, a)):
         raw = request.form.get(f"points_{item['id']}", "")
         comment = request.form.get(f"comment_{item['id']}", "").strip()
         try:

@@ -12,6 +12,7 @@ from .student import report_response
 from .common import (form_number, guarded_sign_in, safe_next, setup_blueprint, sign_in, sign_out,
                   signed_in, who)
 from .charts import histogram
+from ..rules import rubric_for
 from .results import manual_form_items, result_view, status_json
 
 bp = setup_blueprint(Blueprint("instructor", __name__, url_prefix="/instructor"))
@@ -126,7 +127,7 @@ def submission_page(sub: Submission, errors: dict | None = None, typed=None):
     return render_template("instructor/submission.html", sub=sub, view=view,
                            status=status_json(s, sub, for_student=False), report=report, report_text=report_text,
                            lines=grading.source_view(s, sub),
-                           manual=manual_form_items(view["score"], sub.manual),
+                           manual=manual_form_items(view["score"], sub.manual, rubric_for(s, sub.assignment)),
                            history=coursework.manual_history(s, sub), attempts=store.attempts_of(s, sub),
                            results=store.results_of(s, sub), poll_s=current_app.config["WEB_POLL_S"],
                            status_url=url_for(".status", submission_id=sub.id), errors=errors or {},
@@ -146,7 +147,7 @@ def grade(submission_id):
     s = session()
     sub = get_sub(submission_id)
     grades, errors = {}, {}
-    for item in manual_form_items(None, sub.manual):
+    for item in manual_form_items(None, sub.manual, rubric_for(s, sub.assignment)):
         raw = request.form.get(f"points_{item['id']}", "")
         comment = request.form.get(f"comment_{item['id']}", "").strip()
         try:

@@ -171,9 +171,10 @@ def live_verdicts(sub: Submission, vis=None) -> list[dict]:
     return rows
 
 
-def manual_form_items(scored: dict | None, manual: dict | None) -> list[dict]:
-    """The rubric's manual items: description, maximum, visibility, the grade stored now and its points in the score."""
-    rubric = scoring.current_rubric()
+def manual_form_items(scored: dict | None, manual: dict | None, rubric=None) -> list[dict]:
+    """The rubric's manual items: description, maximum, visibility, the grade stored now and its points in the score.
+    rubric: the submission's assignment's (rules.rubric_for); None: the packaged one."""
+    rubric = rubric or scoring.current_rubric()
     items = {item["id"]: item for cat in (scored or {}).get("categories", []) for item in cat["items"]}
     out = []
     for cat, item in coursework.manual_items(rubric):

@@ -445,3 +445,17 @@ def test_the_last_attempt_is_counted_down_and_then_refused_with_when_again(web_a
     r = upload(alice, module=upload.__defaults__[0] + b"# three\n")
     assert r.status_code == 429
     assert "You have used all 2 submissions allowed per day on 'cap'; you can submit again from" in text_of(r)
+
+
+def test_the_api_says_the_rules_in_the_submit_pages_words(web_app, alice, course):
+    settle(web_app, due_at=iso(-timedelta(days=1, hours=3)), late_penalty_per_day=0.1, attempts_per_period=4)
+    upload(alice)
+    api = web_app.test_client()
+    d = api.get("/api/v1/assignments/cap", headers={"Authorization": f"Bearer {course.alice}"}).get_json()
+    card = rules_of(alice.get("/submit"))
+    assert d["in_words"] and all(line in card for line in d["in_words"]), (d["in_words"], card)
+    assert "3 of 4 attempts left today." in d["in_words"]
+    assert d["late_notice"] == "This upload is 2 days late: it loses 20% of its score."
+    assert d["late_fraction_now"] == 0.2
+    prof = api.get("/api/v1/assignments/cap", headers={"Authorization": f"Bearer {course.instructor}"}).get_json()
+    assert prof["in_words"][0].startswith("Was due ") and "late_notice" not in prof

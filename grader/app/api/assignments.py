@@ -1,9 +1,9 @@
 """The assignment rules in the JSON API: what a student is told of an assignment's rules (dates, late policy,
 attempts, which submission counts), per-student extensions, stored rubric versions, and a student's choice of
 the submission that counts. Routes on the same blueprint as routes.py."""
-from flask import g, jsonify, request
+from flask import current_app, g, jsonify, request
 
-from .. import accounts, extensions, rubrics, rules, store
+from .. import accounts, extensions, rubrics, rules, rules_text, store
 from ..db import session
 from ..models import utcnow
 from .routes import INSTRUCTOR, bp, body, iso, require, submission_json, visible_submission
@@ -31,10 +31,15 @@ def rules_json(s, a) -> dict:
                  attempts_reset_at=when(attempts["resets_at"]) if r.attempts else None,
                  late_fraction_now=rules.late_fraction(r, now))
         refusal = rules.upload_refusal(r, now)
+        # the sentences the submit page shows (rules_text), so the API and the pages never disagree
+        shown = attempts if current_app.config["ENFORCE_ATTEMPTS"] else None
+        d["in_words"] = rules_text.describe(r, shown, now)
+        d["late_notice"] = rules_text.late_notice(r, d["late_fraction_now"], now)
         d["accepting_uploads"] = refusal is None
         if refusal is not None:
             d["why_not"] = refusal[1]
     else:
+        d["in_words"] = rules_text.describe(r, None, utcnow())  # as a student without an extension reads them
         d.update(rules=dict(a.rules or {}), rubric=rubrics.rubric_json(rubrics.get_rubric_version(s, a.rubric_id))
                  if a.rubric_id is not None else None,
                  extensions=len(extensions.list_extensions(s, a)))

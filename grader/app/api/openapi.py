@@ -76,6 +76,10 @@ RULES_OUT = {
     "late_fraction_now": {"type": "number", "description": "students: what an upload now would lose (0..max)"},
     "accepting_uploads": {"type": "boolean", "description": "students"},
     "why_not": {"type": "string", "description": "students: why uploads are refused now"},
+    "in_words": {"type": "array", "items": {"type": "string"},
+                 "description": "the rules in sentences, as the submit page shows them (grader/app/rules_text.py)"},
+    "late_notice": {"type": ["string", "null"], "description": "students: what an upload now costs, in words "
+                                                               "(null: on time)"},
     "rules": {"type": "object", "description": "instructors: the overrides set on the assignment"},
     "rubric": {"type": ["object", "null"], "description": "instructors: the pinned rubric (null: the packaged one)"},
     "extensions": {"type": "integer", "description": "instructors: how many students have one"},

@@ -102,7 +102,7 @@ def queue(s: Session, assignment: Assignment, show: str = "needs", grader: str |
     out = []
     for student_id, sub in by_student.items():
         st = students.get(student_id)
-        if st is None:
+        if st is None or st.removed_at is not None:  # a removed student is off the roster and the gradebook
             continue
         if needle and needle not in st.username.lower() and needle not in (st.name or "").lower():
             continue

@@ -220,3 +220,12 @@ def test_lines_are_numbered_as_python_numbers_them():
     sub = Submission(content=b"a = 1\r\nb = 2\n\x0cc = 3\rd = 4\n")
     assert queue_store.source_lines(sub) == ["a = 1", "b = 2", "\x0cc = 3", "d = 4"], \
         "CRLF, LF and CR end lines; a form feed does not (str.splitlines would say it does)"
+
+
+def test_a_removed_student_leaves_the_queue(app, three_graded):
+    from grader.app.models import Student, utcnow
+    with get_db(app).Session() as s:
+        s.query(Student).filter_by(username="bob").update({"removed_at": utcnow()})
+        s.commit()
+    rows = api(app, three_graded, "get", "/assignments/cap/grading").get_json()
+    assert [r["student"] for r in rows] == ["alice", "carol"]

@@ -52,12 +52,13 @@ def student_answers(app, course: Course, sid: int) -> dict[str, bytes]:
     api = app.test_client()
     auth = Course.auth(course.alice)
     paths = ["/api/v1/me", "/api/v1/assignments", "/api/v1/assignments/cap", "/api/v1/assignments/cap/submissions",
-             f"/api/v1/submissions/{sid}", f"/api/v1/submissions/{sid}/result", f"/api/v1/submissions/{sid}/results"]
+             f"/api/v1/submissions/{sid}", f"/api/v1/submissions/{sid}/result", f"/api/v1/submissions/{sid}/results",
+             f"/api/v1/submissions/{sid}/comments", f"/api/v1/submissions/{sid}/file"]
     out = {path: api.get(path, headers=auth).data for path in paths}
     pages = app.test_client()
     sign_in_student(pages, "alice", course.alice)
     for path in ["/submit", "/submissions", f"/submissions/{sid}", f"/submissions/{sid}/status.json",
-                 f"/submissions/{sid}/file"]:
+                 f"/submissions/{sid}/file", f"/submissions/{sid}/source"]:
         answer = pages.get(path)
         assert answer.status_code == 200, f"{path}: {answer.status_code}"
         out[path] = answer.data

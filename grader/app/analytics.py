@@ -14,7 +14,7 @@ from collections import Counter
 from datetime import datetime, timedelta, timezone
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from ..feedback import FUNCTIONS, diagnosis, title
@@ -157,7 +157,8 @@ def summary(values: list[float], top: float | None) -> dict:
         return {"n": 0, "mean": None, "median": None, "lowest": None, "highest": None, "full": 0, "zero": 0}
     return {"n": len(values), "mean": round(statistics.fmean(values), 4), "median": statistics.median(values),
             "lowest": min(values), "highest": max(values),
-            "full": sum(1 for v in values if top is not None and v >= top - 1e-9), "zero": sum(1 for v in values if v == 0)}
+            "full": sum(1 for v in values if top is not None and v >= top - 1e-9),
+            "zero": sum(1 for v in values if v == 0)}
 
 
 def item_points(s: Session, assignment: Assignment, records: list[dict]) -> dict:
@@ -291,18 +292,30 @@ def failing(s: Session, assignment: Assignment, subs: list) -> list[dict]:
 
 # ---------------------------------------------------------------- all of it
 
-def class_analytics(s: Session, assignment: Assignment, basis: str = "counted", bucket: str | None = None) -> dict:
-    """Everything the analytics page and the API show for the assignment."""
+def class_analytics(s: Session, assignment: Assignment, basis: str = "counted", bucket: str | None = None,
+                    parts=PARTS) -> dict:
+    """What the analytics page and the API show for the assignment: every part, or only `parts` (the reports are
+    read only for checks, diagnoses and items)."""
+    unknown = [p for p in parts if p not in PARTS]
+    if unknown:
+        raise StoreError(f"no analytics part {unknown[0]!r}; the parts are {', '.join(PARTS)}", 404)
+    if basis not in BASES:
+        raise StoreError(f'basis must be "counted" or "all", not {basis!r}')
+    if bucket is not None and bucket not in BUCKETS:
+        raise StoreError(f'bucket must be "hour" or "day", not {bucket!r}')
     subs = roster_submissions(s, assignment)
-    records = graded(s, assignment, subs, basis)
+    reading = {"checks", "diagnoses", "items"} & set(parts)
+    records = graded(s, assignment, subs, basis) if reading else []
     order = check_order(assignment, records)
-    students = {name for _, name in subs}
-    return {"assignment": assignment.slug, "title": assignment.title, "basis": basis,
-            "counts": rules.rules_for(s, assignment).counts,
-            "students": len(students), "submissions": len(subs), "graded": len(records),
-            "checks": pass_rates(order, records), "diagnoses": diagnoses(records, order),
-            "items": item_points(s, assignment, records), "timeline": timeline(subs, zone_of(s, assignment), bucket),
-            "slowest": slowest(s, subs), "failing": failing(s, assignment, subs)}
+    out = {"assignment": assignment.slug, "title": assignment.title, "basis": basis,
+           "counts": rules.rules_for(s, assignment).counts, "students": len({name for _, name in subs}),
+           "submissions": len(subs), "graded": len(records) if reading else None}
+    makers = {"checks": lambda: pass_rates(order, records), "diagnoses": lambda: diagnoses(records, order),
+              "items": lambda: item_points(s, assignment, records),
+              "timeline": lambda: timeline(subs, zone_of(s, assignment), bucket),
+              "slowest": lambda: slowest(s, subs), "failing": lambda: failing(s, assignment, subs)}
+    out.update({part: makers[part]() for part in PARTS if part in parts})
+    return out
 
 
 # ---------------------------------------------------------------- CSV rows

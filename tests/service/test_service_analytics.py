@@ -5,6 +5,7 @@ queries whatever the class size."""
 import csv
 import io
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import pytest
 from sqlalchemy import event, update
@@ -18,8 +19,7 @@ from worker import grading
 
 from .svc_helpers import Course, judge_returning, make_course
 
-ROOT_DIR = __import__("pathlib").Path(__file__).resolve().parents[2]
-REFERENCE = (ROOT_DIR / "submissions" / "reference_lm.py").read_bytes()
+REFERENCE = (Path(__file__).resolve().parents[2] / "submissions" / "reference_lm.py").read_bytes()
 URL = "/api/v1/assignments/cap"
 # The same two bugs as another student's run reports them: other positions, values and counts.
 SPLIT_OTHER = (SPLIT.replace("[0, 2, 3]", "[1, 0, 5]").replace("x[0, 3, 12:18]", "x[1, 5, 0:6]")

@@ -66,7 +66,9 @@ def test_a_hidden_check_leaks_into_no_student_page(web_app, client, course):
     assert "All 2 checks passed." in page, "What to fix and the counts leave the hidden check out"
     assert "11 more items (53 points) are not shown yet and not in this total" in page, \
         "the ten hidden manual items (50 points) and split_heads (3) are counted, never named"
-    assert SECRET in prof.get("/instructor/submissions/1").get_data(as_text=True), "the instructor sees everything"
+    instructor_page = prof.get("/instructor/submissions/1")
+    assert SECRET in instructor_page.get_data(as_text=True), "the instructor sees everything"
+    assert "Head split and merge students see: hidden" in text_of(instructor_page), "tagged with what students see"
 
 
 def test_points_and_summary_show_what_they_say_on_the_result_page(web_app, client, course):

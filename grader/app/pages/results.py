@@ -108,6 +108,8 @@ def result_view(s: Session, sub: Submission, for_student: bool) -> dict:
     # that cut report (the fixes, the loss curve, the counts), so a hidden check leaks nowhere on the page.
     vis = visibility.levels(s, sub.assignment) if for_student else None
     report = visibility.student_report(result.report, vis) if for_student else result.report
+    if not for_student:  # the instructor sees everything, each item tagged with what its students see
+        view["levels"] = visibility.levels(s, sub.assignment).items
     row = coursework.score_of(s, result)
     scored = row.score if row else None
     if for_student:

@@ -156,3 +156,18 @@ def test_the_feedback_page_in_chromium(tmp_path):
         finally:
             server.stop()
             get_db(app).engine.dispose()
+
+
+def test_the_history_totals_leave_a_hidden_items_points_out(web_app, client, course):
+    import re
+    sign_in_student(client, "alice", course.alice)
+    upload(client)
+    grade_now(web_app, 1, graded_report(fail_split=False))  # split_heads passes: its 3 points are in the total
+
+    def total(path):
+        found = re.search(r"(\d+(?:\.\d+)?) / (\d+(?:\.\d+)?)", text_of(client.get(path)).split("My submissions")[-1])
+        return float(found[1]), float(found[2])
+    before = total("/submissions")
+    save_levels(prof_client(web_app), {"level_split_heads": "hidden"})
+    assert total("/submissions") == (before[0] - 3, before[1] - 3), "a hidden item's points and maximum are left out"
+    assert total("/submit") == (before[0] - 3, before[1] - 3), "the submit page's history too"

@@ -299,3 +299,11 @@ def test_the_queue_and_the_form_follow_the_assignments_pinned_rubric(web_app, co
     assert "2 of 3 items to grade" in dashboard
     page = text_of(prof.get("/instructor/submissions/1"))
     assert "Masks stated" in page and "IDs, shapes and masks stated" not in page, "the submission page's form too"
+
+
+def test_the_submission_page_says_whether_it_counts_and_links_to_the_grading_view(classroom, prof):
+    counted = prof.get("/instructor/submissions/2")
+    assert f"The submission that counts for this student. {ITEMS} of {ITEMS} items to grade by hand" in text_of(counted)
+    assert 'href="/instructor/assignments/cap/grading/2?show=all"' in counted.get_data(as_text=True)
+    earlier = text_of(prof.get("/instructor/submissions/1"))
+    assert "Not the submission that counts for this student ( 2 does)" in earlier, earlier

@@ -221,3 +221,14 @@ def cite_lines(text, source: str | None):
     if source is None or text is None:
         return text
     return Markup(CITED_LINE.sub(lambda m: f'<a href="{escape(source)}#L{m[1]}">{m[0]}</a>', str(escape(text))))
+
+
+@bp.app_template_global()
+def grading_of(sub) -> dict:
+    """What the instructor's submission page says about grading it: does it count (else which does), the manual items
+    left, its grader."""
+    s = session()
+    counted = grading.counted(s, sub.assignment).get(sub.student_id)
+    entry = grading.entry_for(s, sub)
+    return {"counted": counted is not None and counted.id == sub.id, "counted_id": counted.id if counted else None,
+            "items": entry.items, "left": len(entry.left), "grader": entry.grader.username if entry.grader else None}

@@ -459,3 +459,13 @@ def test_the_api_says_the_rules_in_the_submit_pages_words(web_app, alice, course
     assert d["late_fraction_now"] == 0.2
     prof = api.get("/api/v1/assignments/cap", headers={"Authorization": f"Bearer {course.instructor}"}).get_json()
     assert prof["in_words"][0].startswith("Was due ") and "late_notice" not in prof
+
+
+def test_an_archived_assignment_leaves_the_dashboard_but_its_settings_stay_reachable(web_app, prof):
+    r = post(prof, SETTINGS, {**FORM, "state": "archived"})
+    assert r.status_code == 303 and stored(web_app)[0] == "archived"
+    assert "Settings & extensions of cap" not in prof.get("/instructor/").get_data(as_text=True).replace("&amp;", "&")
+    page = prof.get("/instructor/assignments")
+    assert "Capstone (cap) archived" in text_of(page)
+    assert 'href="/instructor/assignments/cap/settings"' in page.get_data(as_text=True)
+    assert 'href="/instructor/assignments"' in prof.get("/instructor/").get_data(as_text=True)

@@ -190,4 +190,7 @@ def test_an_instructor_sets_the_rules_and_gives_an_extension(site, width):
     row = page.locator("table.extensions tbody tr", has_text="bob")
     assert row.count() == 1 and "family emergency" in row.inner_text()
     check_page(page, "settings", width)
+    page.goto(site.url + "/instructor/assignments")
+    assert "Draft project (secret)" in page.locator("table.list").inner_text(), "every assignment, drafts too"
+    check_page(page, "assignments", width, shot=False)
     page.context.close()

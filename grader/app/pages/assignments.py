@@ -286,3 +286,13 @@ def new_assignment():
     s.commit()
     flash(f"Created {slug} ({state}). Set its dates and rules below.", "info")
     return redirect(url_for(".assignment_settings", slug=slug), 303)
+
+
+@bp.get("/assignments")
+@signed_in("instructor")
+def assignments_list():
+    """Every assignment, archived ones too (the dashboard leaves those out), with its state and dates."""
+    s = session()
+    rows = [{"a": a, "rules": rules.rules_for(s, a), "extensions": len(extensions.list_extensions(s, a))}
+            for a in store.list_assignments(s, include_archived=True)]
+    return render_template("instructor/assignments.html", rows=rows)

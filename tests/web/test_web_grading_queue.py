@@ -307,3 +307,14 @@ def test_the_submission_page_says_whether_it_counts_and_links_to_the_grading_vie
     assert 'href="/instructor/assignments/cap/grading/2?show=all"' in counted.get_data(as_text=True)
     earlier = text_of(prof.get("/instructor/submissions/1"))
     assert "Not the submission that counts for this student ( 2 does)" in earlier, earlier
+
+
+def test_a_grader_takes_a_submission_from_the_grading_view(classroom, prof):
+    here = "/instructor/assignments/cap/grading/3"
+    html = prof.get(here).get_data(as_text=True)
+    assert 'id="assign-me"' in html and "grader unassigned" in text_of(prof.get(here))
+    r = prof.post("/instructor/assignments/cap/grading/assign", data={
+        "csrf_token": csrf(prof, here), "action": "selected", "submission": "3", "grader_to": "prof", "next": here})
+    assert r.status_code == 303 and r.location.endswith(here)
+    page = prof.get(here)
+    assert "Assigned 1 submission: 1 to prof" in text_of(page) and 'id="assign-me"' not in page.get_data(as_text=True)

@@ -66,7 +66,7 @@ def grading_assign(slug):
     action = request.form.get("action", "selected")
     people = request.form.getlist("grader_to")
     selected = [int(i) for i in request.form.getlist("submission") if i.isdigit()]
-    back = redirect(url_for(".grading_queue", slug=slug, **filter_args(f)), 303)
+    back = redirect(safe_next(request.form.get("next"), url_for(".grading_queue", slug=slug, **filter_args(f))), 303)
     if action == "unassign":
         if not selected:
             flash("Select the submissions to unassign.", "error")

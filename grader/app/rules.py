@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime, time, timedelta, timezone
 from zoneinfo import ZoneInfo
 
-from sqlalchemy import select
+from sqlalchemy import Row, select
 from sqlalchemy.orm import Session
 
 from . import scoring
@@ -220,18 +220,22 @@ def attempts_status(s: Session, assignment: Assignment, student: Student, now: d
 
 # ---------------------------------------------------------------- the submission that counts
 
-def newest_scores(s: Session, subs) -> dict[int, Score]:
-    """submission id -> the newest score of its latest result (the score shown everywhere)."""
+def newest_scores(s: Session, subs) -> dict[int, Row]:
+    """submission id -> the newest score of its latest result (the score shown everywhere), as rows of
+    (result_id, total, created_at): only the columns choosing needs, never the reports or score documents."""
     ids, out = [sub.id for sub in subs], {}
     for start in range(0, len(ids), 500):
         chunk = ids[start:start + 500]
-        latest: dict[int, Result] = {}
-        for r in s.scalars(select(Result).where(Result.submission_id.in_(chunk)).order_by(Result.request)):
-            latest[r.submission_id] = r
-        by_result = {r.id: sid for sid, r in latest.items()}
+        latest: dict[int, int] = {}
+        q = (select(Result.id, Result.submission_id).where(Result.submission_id.in_(chunk))
+             .order_by(Result.request))
+        for result_id, submission_id in s.execute(q):
+            latest[submission_id] = result_id
+        by_result = {rid: sid for sid, rid in latest.items()}
         if by_result:
-            q = select(Score).where(Score.result_id.in_(list(by_result))).order_by(Score.created_at, Score.id)
-            for row in s.scalars(q):
+            q = (select(Score.result_id, Score.total, Score.created_at).where(Score.result_id.in_(list(by_result)))
+                 .order_by(Score.created_at, Score.id))
+            for row in s.execute(q):
                 out[by_result[row.result_id]] = row  # the newest wins
     return out
 

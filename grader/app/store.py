@@ -210,6 +210,10 @@ def create_submission(s: Session, assignment: Assignment, student: Student, data
     assignment's attempts per period apply, the student's extra attempts included (TooMany says when more are
     allowed).
     """
+    if student.removed_at is not None or student.deactivated_at is not None:
+        # The API and the pages refuse such a student's token first; the store refuses too, whoever calls it.
+        state = "removed" if student.removed_at is not None else "deactivated"
+        raise StoreError(f"the account {student.username!r} is {state}: it cannot submit", 403)
     rules_now = rules.rules_for(s, assignment, student) if enforce_rules or enforce_attempts else None
     if enforce_rules:
         refusal = rules.upload_refusal(rules_now)

@@ -164,3 +164,18 @@ def test_the_export_names_the_student_and_the_counted_submissions_late_penalty(a
     assert float(by["alice"]["late_penalty_fraction"]) == pytest.approx(0.2)
     assert float(by["alice"]["late_penalty"]) == a["late_penalty"]["points"]
     assert by["bob"]["submission"] == "" and by["bob"]["state"] == "active"
+
+
+def test_the_store_itself_refuses_an_upload_for_a_deactivated_or_removed_student(app, course):
+    """Whoever calls it (a script, a future route), the store takes no upload for an inactive account."""
+    from grader.app import accounts, store
+    from grader.app.store import StoreError
+    client, auth = app.test_client(), Course.auth(course.instructor)
+    for action, state in (("deactivate", "deactivated"), ("remove", "removed")):
+        client.post(f"/api/v1/students/alice/{action}", headers=auth)
+        with app.app_context(), get_db(app).session() as s:
+            with pytest.raises(StoreError) as refused:
+                store.create_submission(s, store.get_assignment(s, "cap"), accounts.get_student(s, "alice"),
+                                        REFERENCE, "mine.py", enforce_rules=False)
+        assert refused.value.status == 403 and state in refused.value.message
+        client.post("/api/v1/students/alice/reactivate", headers=auth)

@@ -357,7 +357,10 @@ def regrade_plan(s: Session, assignment: Assignment, which: str = "counted") -> 
         raise StoreError(f'which must be "counted" or "all", not {which!r}')
     if which == "counted":
         from .rules import counted_submissions  # rules reads the store: imported here, not at the top
-        subs = sorted(counted_submissions(s, assignment).values(), key=lambda sub: sub.id)
+        # The gradebook's rows: students on the roster (a removed student's grade no longer counts anywhere).
+        removed = set(s.scalars(select(Student.id).where(Student.removed_at.is_not(None))))
+        subs = sorted((sub for sid, sub in counted_submissions(s, assignment).items() if sid not in removed),
+                      key=lambda sub: sub.id)
     else:
         subs = list(s.scalars(select(Submission).where(Submission.assignment_id == assignment.id)
                               .order_by(Submission.id)))

@@ -76,6 +76,14 @@ def test_regrade_all_by_choice_regrades_every_finished_submission_and_skips_the_
     assert requests_of(app) == {1: ("queued", 2), 2: ("queued", 2), 3: ("queued", 1)}
 
 
+def test_a_removed_students_counted_submission_is_not_regraded(app, graded):
+    api(app, graded, "post", "/students/alice/remove")
+    d = api(app, graded, "post", "/assignments/cap/regrade", json={"which": "counted"}).get_json()
+    assert d["count"] == 0 and d["submissions"] == [], f"alice is off the roster and the gradebook: {d}"
+    assert api(app, graded, "post", "/assignments/cap/regrade", json={"which": "all"}).get_json()["count"] == 2, \
+        "every submission (by choice) still includes hers: they are kept"
+
+
 @pytest.mark.parametrize("body, says", [({"which": "latest"}, 'which must be "counted" or "all"'),
                                         ({"confirm": "yes"}, "confirm must be true or false"),
                                         ([1, 2], "send a JSON object")])

@@ -5,8 +5,14 @@ Usage: python -I main.py JOB_DIR CHANNEL_FD
 The sandbox may start before its job exists (torch imported ahead of time): after hello, the harness
 waits for one byte on stdin, the judge's go, before it reads job.json.
 
-The parent never imports the submission. Each stage runs in a child forked from this clean parent,
-so a hang, crash or monkeypatch costs that stage only. The channel fd is closed in every child and
+The parent never imports the submission. The plain stages (no judge's questions, no earlier stage's output)
+run one after another in one child forked from this clean parent (a fork of a torch process per check cost
+more than the checks compute); each gets a fresh module of the submission, the parent's random states and
+torch's global modes back, its own time limit, CPU budget, log and working directory. When a stage in that
+child hangs, crashes or runs out of memory, the child is killed: a stage that crashed or ran out of memory
+runs again alone (its verdict is a fresh child's, as every stage's was), and every remaining stage gets a
+child of its own, so a hang, crash or monkeypatch costs that stage only. A stage that reads another's output
+(the checkpoint reloaded "in a fresh process") and the interactive ones always get a child of their own. The channel fd is closed in every child and
 this process is made non-dumpable, so submission code cannot write frames to the judge directly.
 
 An interactive stage (the judge's training) keeps stdin: the child asks the judge (an `ask` frame, relayed
@@ -17,6 +23,7 @@ import gc
 import importlib.util
 import json
 import os
+import random
 import resource
 import select
 import signal
@@ -268,6 +275,226 @@ def run_stage(stage, job_dir, probes, inputs_blob, prev_blob, max_blob, channel)
     return stage_header(stage, state, time.monotonic() - started, log_path)
 
 
+def groupable(stage) -> bool:
+    """A stage that may share the one child: no judge's questions, no earlier stage's output, no substitution."""
+    return (not stage.get("interactive") and not stage.get("input_from")
+            and not stage.get("params", {}).get("substitute") and not stage.get("own_child"))
+
+
+def cpu_seconds() -> float:
+    """This process's CPU seconds so far (user + system)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def child_cpu_seconds(pid: int) -> float | None:
+    """A child's CPU seconds (all its threads) from /proc, None when it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            fields = fh.read().rsplit(b")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+class Baseline:
+    """The global state every stage starts from, as a child forked from the clean harness finds it."""
+
+    def __init__(self, torch):
+        self.torch = torch
+        self.rng = torch.get_rng_state()
+        self.py_random = random.getstate()
+        self.dtype = torch.get_default_dtype()
+        self.deterministic = torch.are_deterministic_algorithms_enabled()
+        self.anomaly = torch.is_anomaly_enabled()
+
+    def restore(self, probes) -> None:
+        """Put back what a stage may have changed that another stage's verdict could read."""
+        torch = self.torch
+        torch.set_rng_state(self.rng)
+        random.setstate(self.py_random)
+        probes._set_default_dtype(self.dtype)
+        torch.set_grad_enabled(True)
+        torch.set_num_threads(1)
+        if torch.are_deterministic_algorithms_enabled() != self.deterministic:  # setting it imports ~800 modules
+            torch.use_deterministic_algorithms(self.deterministic)
+        if torch.is_anomaly_enabled() != self.anomaly:
+            torch.autograd.set_detect_anomaly(self.anomaly)
+        try:
+            torch.set_default_device(None)
+        except Exception:
+            pass
+        del probes.TRIPWIRE_CALLS[:]
+        probes._CHANNEL.clear()
+        sys.modules.pop("submission", None)
+
+
+def fresh_submission(path: str, code):
+    """A new module `submission` executed from the compiled file (what import_submission does, without reading
+    and compiling the file again)."""
+    spec = importlib.util.spec_from_file_location("submission", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["submission"] = module
+    exec(code, module.__dict__)
+    return module
+
+
+def group_main(stages, job_dir, write_fd, blobs, probes, baseline):
+    """Run the stages one after another in this forked child, reporting each on write_fd; never returns."""
+    send = lambda header, blob=b"": wire.write_frame(write_fd, header, blob)  # noqa: E731
+    path = os.path.join(job_dir, "submission.py")
+    code = None
+    try:
+        os.setsid()
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.closerange(3, write_fd)
+        os.closerange(write_fd + 1, 1 << 16)
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (LOG_LIMIT, LOG_LIMIT))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        # As much address space as a stage forked alone gets (the harness's size + the stage's allowance)
+        mem = vm_size_bytes() + max(int(s["mem_mb"]) for s in stages) * (1 << 20)
+        resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
+        # CPU: the hard limit is the sum of the stages' own (what forks per stage allowed in all); each stage's
+        # soft limit is its own budget (SIGXCPU), and the parent also measures each stage's CPU from outside.
+        cpu_hard = int(cpu_seconds()) + sum(int(float(s["budget_s"])) + 3 for s in stages) + 1
+    except BaseException:
+        os._exit(70)
+    for index, stage in enumerate(stages):
+        try:
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except BaseException:
+                    pass
+            stage_dir = os.path.join(job_dir, "scratch", stage["key"])
+            os.makedirs(stage_dir, exist_ok=True)
+            os.chdir(stage_dir)
+            log = os.open("output.txt", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            os.dup2(log, 1)
+            os.dup2(log, 2)
+            os.close(log)
+            soft = min(cpu_hard, int(cpu_seconds()) + int(float(stage["budget_s"])) + 2)
+            resource.setrlimit(resource.RLIMIT_CPU, (soft, cpu_hard))
+            baseline.restore(probes)
+            inputs = probes.load_inputs(blobs[index], None)
+            probe = probes.PROBES[stage["probe"]]
+            send({"type": "progress", "index": index, "phase": "import"})
+            if code is None:
+                with open(path, "rb") as fh:
+                    code = compile(fh.read(), path, "exec", dont_inherit=True)
+            module = fresh_submission(path, code)
+            send({"type": "progress", "index": index, "phase": "run"})
+            tensors, facts = probe(module, inputs, stage.get("params", {}))
+            blob = probes.dump_outputs(tensors)
+            del module, tensors, inputs
+            send({"type": "result", "index": index, "outcome": "ok", "facts": facts}, blob)
+        except probes.Violation as exc:
+            send({"type": "result", "index": index, "outcome": "violation", "message": str(exc)[:1000]})
+        except BaseException as exc:  # the sandbox boundary: any student failure becomes a status
+            outcome = "oom" if is_oom(exc) else "error"
+            message = f"{type(exc).__name__}: {exc}"[:1000]
+            try:
+                send({"type": "result", "index": index, "outcome": outcome, "message": message,
+                      "traceback": student_frames(exc, path)})
+            except BaseException:
+                os._exit(71)  # our own pipe is gone: the parent sees this stage end without a result
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BaseException:
+            pass
+    os._exit(0)
+
+
+def run_group(stages, job_dir, probes, blobs, max_blob, channel, baseline, outputs):
+    """Run the stages in one forked child; send each stage_end as it comes. Returns (index of the stage that did not
+    finish or len(stages), its header) once the child is done or was killed."""
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_fd)
+        group_main(stages, job_dir, write_fd, blobs, probes, baseline)
+    os.close(write_fd)
+    reader = wire.FrameReader(max_blob)
+    index, failed = 0, None
+    state = {"phase": "start", "result": None, "timed_out": False, "broken": None, "exited": False, "status": None}
+    started = time.monotonic()
+    cpu_start = child_cpu_seconds(pid) or 0.0
+    wire.write_frame(channel, {"type": "stage_start", "stage": stages[0]["key"]})
+    try:
+        while index < len(stages):
+            budget = float(stages[index]["budget_s"])
+            remaining = started + budget - time.monotonic()
+            if remaining <= 0:
+                state["timed_out"] = True
+                break
+            ready, _, _ = select.select([read_fd], [], [], min(remaining, 0.05))
+            data = os.read(read_fd, 1 << 20) if ready else None
+            if data:
+                try:
+                    frames = reader.feed(data)
+                except wire.FrameError as exc:
+                    state["broken"] = str(exc)
+                    break
+                for header, blob in frames:
+                    if index >= len(stages) or header.get("index") != index:
+                        continue  # not the stage running now: nothing of it is read
+                    if header.get("type") == "progress" and header.get("phase") in ("import", "run"):
+                        state["phase"] = header["phase"]
+                    elif header.get("type") == "result":
+                        state["result"] = (header, blob)
+                        stage = stages[index]
+                        log_path = os.path.join(job_dir, "scratch", stage["key"], "output.txt")
+                        end, out = stage_header(stage, state, time.monotonic() - started, log_path)
+                        wire.write_frame(channel, end, out)
+                        if end["status"] == "ok":
+                            outputs[stage["key"]] = out
+                        index += 1
+                        state.update(phase="start", result=None)
+                        started = time.monotonic()
+                        cpu_start = child_cpu_seconds(pid) or cpu_start
+                        if index < len(stages):
+                            wire.write_frame(channel, {"type": "stage_start", "stage": stages[index]["key"]})
+                continue
+            if data == b"":
+                break
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                state.update(exited=True, status=status)
+                break
+            used = child_cpu_seconds(pid)
+            if used is not None and used - cpu_start > budget + 3:
+                state["cpu_exceeded"] = True
+                break
+    finally:
+        for kill in (os.killpg, os.kill):  # the group (what the stages started) and the child, had it no group yet
+            try:
+                kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        if not state["exited"]:
+            _, state["status"] = os.waitpid(pid, 0)
+        os.close(read_fd)
+    if index < len(stages):
+        stage = stages[index]
+        log_path = os.path.join(job_dir, "scratch", stage["key"], "output.txt")
+        if state.pop("cpu_exceeded", False):
+            failed = {"type": "stage_end", "stage": stage["key"], "phase": state["phase"],
+                      "duration_s": round(time.monotonic() - started, 4), **read_log(log_path), "status": "timeout",
+                      "message": f"used more than {stage['budget_s']} s of CPU time (during {state['phase']})"}
+        else:
+            failed, _ = stage_header(stage, state, time.monotonic() - started, log_path)
+    return index, failed
+
+
+def read_inputs(job_dir, stage) -> bytes:
+    """The judge's inputs of one stage (safetensors bytes)."""
+    with open(os.path.join(job_dir, "inputs", stage["key"] + ".safetensors"), "rb") as fh:
+        return fh.read()
+
+
 def wait_for_go(job_dir) -> bool:
     """Block until the judge has laid out the job: a byte on stdin (the process backend) or, when stdin is
     empty (docker copies the job in before the start), job.json already there. False: no job is coming."""
@@ -310,10 +537,29 @@ def main(argv):
         probes.warm_up_training()  # once here rather than in each training stage's child
     max_blob = int(job.get("max_output_mb", 256)) << 20
     outputs = {}
-    for stage in job["stages"]:
-        wire.write_frame(channel, {"type": "stage_start", "stage": stage["key"]})
-        with open(os.path.join(job_dir, "inputs", stage["key"] + ".safetensors"), "rb") as fh:
-            inputs_blob = fh.read()
+    stages = job["stages"]
+    grouped = [s for s in stages if groupable(s)] if job.get("one_child", True) else []
+    alone, restarted = [], None  # the grouped stages that did not finish in the shared child: each alone
+    if len(grouped) > 1:
+        blobs = [read_inputs(job_dir, s) for s in grouped]
+        done, failed = run_group(grouped, job_dir, probes, blobs, max_blob, channel, Baseline(torch), outputs)
+        if failed is not None:
+            if failed["status"] in ("timeout",):
+                wire.write_frame(channel, failed)  # it had its budget: a hang costs that check once
+            else:
+                restarted = grouped[done]["key"]  # crashed or ran out of memory: its verdict is a fresh child's
+                alone.append(restarted)
+            alone.extend(s["key"] for s in grouped[done + 1:])
+        grouped = [s for s in grouped if s["key"] not in alone]
+    else:
+        grouped = []
+    ran = {s["key"] for s in grouped}
+    for stage in stages:
+        if stage["key"] in ran:
+            continue
+        if stage["key"] != restarted:
+            wire.write_frame(channel, {"type": "stage_start", "stage": stage["key"]})
+        inputs_blob = read_inputs(job_dir, stage)
         source = stage.get("input_from")
         if source and source not in outputs:  # e.g. evaluation without a trained model: nothing to run it on
             wire.write_frame(channel, {"type": "stage_end", "stage": stage["key"], "status": "skipped",

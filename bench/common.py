@@ -9,9 +9,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 # The repository (grader, tests.service's cluster helpers) and tests/ itself, as pytest sees it (tests/ci.py).
-for path in (ROOT, ROOT / "tests"):
-    if str(path) not in sys.path:
-        sys.path.insert(0, str(path))
+# The repository first: tests/rubric must not hide the rubric package.
+for path in (ROOT / "tests", ROOT):
+    if str(path) in sys.path:
+        sys.path.remove(str(path))
+    sys.path.insert(0, str(path))
 
 from grader.registry import check_ids  # noqa: E402
 

@@ -357,3 +357,14 @@ def test_overrides_may_come_as_one_rules_object(sqlite_app):
     r = patch(client, course, rules={"counts": None})
     assert r.get_json()["rules"] == {"grace_minutes": 5.0} and r.get_json()["counts"] == "best"
     assert client.get("/api/v1/assignments/cap", headers=auth).get_json()["rules"] == {"grace_minutes": 5.0}
+
+
+def test_a_student_cannot_change_the_rules_or_give_themselves_an_extension(app, course):
+    client, mine = app.test_client(), Course.auth(course.alice)
+    later = "2030-01-01T00:00:00+00:00"
+    assert client.put("/api/v1/assignments/cap/extensions/alice", headers=mine,
+                      json={"due_at": later, "extra_attempts": 99}).status_code == 403
+    assert client.get("/api/v1/assignments/cap/extensions", headers=mine).status_code == 403
+    assert client.patch("/api/v1/assignments/cap", headers=mine, json={"due_at": later}).status_code == 403
+    assert client.get("/api/v1/assignments/cap", headers=mine).get_json()["extended_until"] is None, \
+        "nothing was stored"

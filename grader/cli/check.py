@@ -49,25 +49,63 @@ def check(path, as_json, only, skip, seed, timeout, steps, rubric_path):
     Exit status is 0 whenever grading completed, whatever the result; 2 for bad usage (an invalid --rubric too);
     3 when the sandbox cannot grade here (a missing isolation layer, named with how to install it).
     """
-    from ..judge import Options, grade_file  # imports torch: only this command pays for it
-    from ..sandbox.docker import SandboxUnavailable
-    from ..sandbox.isolation import IsolationMissing
-
-    options = Options(seed=seed, only=parse_ids(only), skip=parse_ids(skip), limits=Limits(stage_s=timeout),
-                      steps={"reverse": steps, "lm": steps} if steps else {})
+    limits = Limits(stage_s=timeout)
     rubric = load_points_rubric(rubric_path)
-    live = None if as_json or not on_terminal() else print_verdict  # a pipe or --json: one output, as before
+    # The sandbox starts now, so that its start and torch import run while this process imports torch (issue 19:
+    # one import's time, not two, before the checks)
+    early = StartedEarly("process", limits)
     try:
-        report = grade_file(path, options,
-                            on_event=live and (lambda e: e.get("type") == "verdict" and live(e["check"])))
-    except (IsolationMissing, SandboxUnavailable) as exc:  # the host's sandbox, not the submission: nothing graded
-        click.echo(f"error: not graded: {exc}", err=True)
-        raise SystemExit(3) from None
+        from ..judge import Options, grade_file  # imports torch: only this command pays for it
+        from ..sandbox.docker import SandboxUnavailable
+        from ..sandbox.isolation import IsolationMissing
+
+        options = Options(seed=seed, only=parse_ids(only), skip=parse_ids(skip), limits=limits,
+                          steps={"reverse": steps, "lm": steps} if steps else {}, backend=early.name)
+        live = None if as_json or not on_terminal() else print_verdict  # a pipe or --json: one output, as before
+        try:
+            report = grade_file(path, options, sandbox=early,
+                                on_event=live and (lambda e: e.get("type") == "verdict" and live(e["check"])))
+        except (IsolationMissing, SandboxUnavailable) as exc:  # the host's sandbox, not the submission: nothing graded
+            click.echo(f"error: not graded: {exc}", err=True)
+            raise SystemExit(3) from None
+    finally:
+        early.close()
     scored = score(report, rubric) if rubric else None
     if as_json:
         click.echo(json.dumps({**report, "score": scored}, indent=2, sort_keys=True))
     else:
         print_table(report, scored)
+
+
+class StartedEarly:
+    """A sandbox backend whose first prepare() hands out the sandbox started when the command began (if its limits
+    fit and it still waits); later ones start as usual."""
+
+    def __init__(self, backend: str, limits: Limits):
+        from ..sandbox import make_sandbox
+        self.inner = make_sandbox(backend)
+        self.name = self.inner.name
+        try:
+            self.first = self.inner.prepare(limits)
+        except Exception:  # a missing isolation layer: the judge's own prepare() raises it again, reported as usual
+            self.first = None
+
+    def prepare(self, limits: Limits):
+        first, self.first = self.first, None
+        if first is not None and first.limits == limits and first.alive():
+            return first
+        if first is not None:
+            first.close()
+        return self.inner.prepare(limits)
+
+    def run(self, job_dir, limits, wall_s, on_frame=None):
+        return self.inner.run(job_dir, limits, wall_s, on_frame)
+
+    def close(self) -> None:
+        """Stop the early sandbox if no grading took it (a refused file, bad usage)."""
+        first, self.first = self.first, None
+        if first is not None:
+            first.close()
 
 
 def on_terminal() -> bool:

@@ -8,9 +8,9 @@ from markupsafe import Markup, escape
 from .. import coursework, grading, store
 from ..db import session
 from ..rules import rubric_for
-from .common import form_number, safe_next, signed_in, who
+from .common import safe_next, signed_in, who
 from .instructor import bp, get_assignment, get_sub, instructor
-from .results import manual_form_items, result_view
+from .results import manual_form_items, manual_grades, result_view
 from .student import bp as student_bp, own_submission
 
 SHOW_TEXT = {"needs": "needs grading", "graded": "graded", "all": "all"}
@@ -136,22 +136,7 @@ def grading_save(slug, submission_id):
     """Save the manual points and comments; "Save and next" goes on to the next submission of the queue."""
     s = session()
     a, sub = queue_sub(slug, submission_id)
-    grades, errors = {}, {}
-    for item in manual_form_items(None, sub.manual, rubric_for(s, a)):
-        raw = request.form.get(f"points_{item['id']}", "")
-        comment = request.form.get(f"comment_{item['id']}", "").strip()
-        try:
-            points = form_number(raw)
-        except ValueError:
-            errors[item["id"]] = f"{raw!r} is not a number"
-            continue
-        if points is None:
-            continue
-        if not 0 <= points <= item["max"]:
-            errors[item["id"]] = f"points must be from 0 to {item['max']:g}"
-            continue
-        if points != item["points"] or comment != item["comment"]:
-            grades[item["id"]] = {"points": points, "comment": comment}
+    grades, errors = manual_grades(manual_form_items(None, sub.manual, rubric_for(s, a)), request.form)
     if errors:  # the page again, with what was typed
         return grading_page(a, sub, errors, request.form)
     if grades:

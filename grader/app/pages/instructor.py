@@ -13,7 +13,7 @@ from .common import (form_number, guarded_sign_in, safe_next, setup_blueprint, s
                   signed_in, who)
 from .charts import histogram
 from ..rules import rubric_for
-from .results import manual_form_items, result_view, status_json
+from .results import manual_form_items, manual_grades, result_view, status_json
 
 bp = setup_blueprint(Blueprint("instructor", __name__, url_prefix="/instructor"))
 
@@ -146,22 +146,7 @@ def grade(submission_id):
     """Points and comments for the manual items; a blank points field leaves that item as it is."""
     s = session()
     sub = get_sub(submission_id)
-    grades, errors = {}, {}
-    for item in manual_form_items(None, sub.manual, rubric_for(s, sub.assignment)):
-        raw = request.form.get(f"points_{item['id']}", "")
-        comment = request.form.get(f"comment_{item['id']}", "").strip()
-        try:
-            points = form_number(raw)
-        except ValueError:
-            errors[item["id"]] = f"{raw!r} is not a number"
-            continue
-        if points is None:
-            continue
-        if not 0 <= points <= item["max"]:
-            errors[item["id"]] = f"points must be from 0 to {item['max']:g}"
-            continue
-        if points != item["points"] or comment != item["comment"]:
-            grades[item["id"]] = {"points": points, "comment": comment}
+    grades, errors = manual_grades(manual_form_items(None, sub.manual, rubric_for(s, sub.assignment)), request.form)
     if errors:  # the page again, with what was typed: nothing of it is lost
         return submission_page(sub, errors, request.form), 422
     if not grades:

@@ -11,6 +11,7 @@ from .. import coursework, scoring, store, visibility
 from ..api.routes import partial_verdicts, progress
 from ..models import Submission, utcnow
 from .charts import loss_chart
+from .common import form_number
 
 STATUS_MEANING = {
     "pass": "passed", "fail": "your code ran but broke the property", "error": "your code raised an exception",
@@ -187,3 +188,25 @@ def manual_form_items(scored: dict | None, manual: dict | None, rubric=None) -> 
                     "status": items.get(item.id, {}).get("status", "pending"), "points": grade.get("points"),
                     "comment": grade.get("comment") or ""})
     return out
+
+
+def manual_grades(items: list[dict], form) -> tuple[dict, dict]:
+    """What a manual-grading form changes (item id -> points and comment) and what it got wrong (item id -> why);
+    a blank points field leaves that item as it is. items: manual_form_items of the submission."""
+    grades, errors = {}, {}
+    for item in items:
+        raw = form.get(f"points_{item['id']}", "")
+        comment = form.get(f"comment_{item['id']}", "").strip()
+        try:
+            points = form_number(raw)
+        except ValueError:
+            errors[item["id"]] = f"{raw!r} is not a number"
+            continue
+        if points is None:
+            continue
+        if not 0 <= points <= item["max"]:
+            errors[item["id"]] = f"points must be from 0 to {item['max']:g}"
+            continue
+        if points != item["points"] or comment != item["comment"]:
+            grades[item["id"]] = {"points": points, "comment": comment}
+    return grades, errors

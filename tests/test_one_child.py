@@ -23,7 +23,7 @@ def grade_both(text: str, stage_s: float = 30.0) -> tuple[dict, dict]:
 
 
 def verdicts(report: dict) -> list:
-    return [(c["id"], c["status"], c["message"]) for c in report["checks"]]
+    return [(c["id"], c["status"], c["message"], c["stdout"]) for c in report["checks"]]
 
 
 def lm_with(tail: str) -> str:
@@ -71,6 +71,21 @@ def test_the_reference_gets_the_same_verdicts_either_way():
     one, per_check = grade_both(REFERENCES["lm"].read_text())
     assert verdicts(one) == verdicts(per_check)
     assert all(c["status"] == "pass" for c in one["checks"]), explain(one)
+
+
+def test_each_check_shows_what_it_printed():
+    tail = """
+print("imported")
+_reference_rope = apply_rope
+
+def apply_rope(x, positions):
+    print("rope called")
+    return _reference_rope(x, positions)
+"""
+    one, per_check = grade_both(lm_with(tail))
+    assert verdicts(one) == verdicts(per_check), explain(one) + explain(per_check)
+    assert by_id(one)["split_heads"]["stdout"] == "imported\n", by_id(one)["split_heads"]["stdout"]
+    assert by_id(one)["rope"]["stdout"].startswith("imported\nrope called\n"), by_id(one)["rope"]["stdout"]
 
 
 def test_global_state_left_by_one_check_is_reset_for_the_next():

@@ -363,11 +363,6 @@ def group_main(stages, job_dir, write_fd, blobs, probes, baseline):
         os._exit(70)
     for index, stage in enumerate(stages):
         try:
-            for stream in (sys.stdout, sys.stderr):
-                try:
-                    stream.flush()
-                except BaseException:
-                    pass
             stage_dir = os.path.join(job_dir, "scratch", stage["key"])
             os.makedirs(stage_dir, exist_ok=True)
             os.chdir(stage_dir)
@@ -389,23 +384,30 @@ def group_main(stages, job_dir, write_fd, blobs, probes, baseline):
             tensors, facts = probe(module, inputs, stage.get("params", {}))
             blob = probes.dump_outputs(tensors)
             del module, tensors, inputs
+            flush_std()  # the parent reads this stage's output file as soon as its result comes
             send({"type": "result", "index": index, "outcome": "ok", "facts": facts}, blob)
         except probes.Violation as exc:
+            flush_std()
             send({"type": "result", "index": index, "outcome": "violation", "message": str(exc)[:1000]})
         except BaseException as exc:  # the sandbox boundary: any student failure becomes a status
             outcome = "oom" if is_oom(exc) else "error"
             message = f"{type(exc).__name__}: {exc}"[:1000]
+            flush_std()
             try:
                 send({"type": "result", "index": index, "outcome": outcome, "message": message,
                       "traceback": student_frames(exc, path)})
             except BaseException:
                 os._exit(71)  # our own pipe is gone: the parent sees this stage end without a result
+    os._exit(0)
+
+
+def flush_std() -> None:
+    """Write out what the stage printed (a student may have replaced or closed the streams)."""
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
         except BaseException:
             pass
-    os._exit(0)
 
 
 def run_group(stages, job_dir, probes, blobs, max_blob, channel, baseline, outputs):

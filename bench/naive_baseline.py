@@ -173,17 +173,25 @@ def main(argv=None) -> str:
             base = min(times[(name, set_label, grader_ref)])
             for label in labels:
                 m = min(times[(name, set_label, label)])
-                rows.append([name, set_label, label, m, m / base, "yes" if m / base >= 3 else ""])
+                # >= 3x is the target for correctness feedback only: with training both sides run the same
+                # training steps (most of either's time), so no grader can be 3x faster there (issue 19)
+                met = ("yes" if m / base >= 3 else "no") if set_label == "correctness checks" else "(no target)"
+                rows.append([name, set_label, label, m, m / base, met if label.startswith("naive") else ""])
     note = (f"Correctness checks: {', '.join(check_set(True))}; then those and training (the grader's own run and "
             f"replay). Best of {repeat} run(s) (the least disturbed on a shared machine), variants alternating; ratio = variant / {grader_ref}; "
             f"'started ahead': the sandbox was up, torch imported, when the job came (as an idle worker's is); 'cold': "
-            f"started for the job. The naive "
+            f"started for the job. Target (issue 19): naive / grader >= 3 for the correctness checks; with training the "
+            f"ratio is reported only (both sides train the same steps, so 3x cannot be met). The naive "
             f"baseline runs in a {where}, --cpus 1 --memory 4g like the docker sandbox"
             + ("" if container else f"; docker: {why_not}") + "). Load average at the end: "
             f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs.")
     text = note + "\n\n" + table(["submission", "checks", "variant", "best s", "ratio", ">= 3x"], rows)
+    first, naive = names[0], f"naive, one {where} + pytest"
+    targets = {f"t4_{key}_ratio": min(times[(first, set_label, naive)]) / min(times[(first, set_label, grader_ref)])
+               for key, set_label in (("correctness", "correctness checks"), ("training", "correctness + training"))}
+    targets.update(submission=first, naive=naive, grader=grader_ref)
     save("naive_baseline", {"sets": sets, "times": {f"{n}|{c}|{v}": t for (n, c, v), t in times.items()},
-                            "grader_ref": grader_ref})
+                            "grader_ref": grader_ref, "targets": targets})
     return emit("Against the naive baseline", text)
 
 

@@ -7,7 +7,9 @@ same seed, the same batches, torch's AdamW, clipping at 1.0, one thread. "graded
 (issue 14): the judge keeps the weights and steps the optimizer, the sandbox answers each step with logits
 and gradients (`training.run`), and a fresh sandbox re-checks the initial weights, the logits and the
 gradients at the checked steps (`training.verify`). The two alternate, so a busy machine slows both alike;
-the ratio (run + verify) / direct, not the seconds, is the result. Target (issue 14): at most 1.25.
+the ratio (run + verify) / direct, not the seconds, is the result. Target (issue 14): at most 1.25. Saved in
+build/bench/training_overhead.json. (Issue 19's target 3, a whole grading with training against the checks' compute,
+is measured by bench/overhead.py.)
 Sandbox starts are reported apart: a worker starts its sandboxes ahead of the job.
 """
 import argparse
@@ -115,8 +117,11 @@ def main() -> None:
     parser.add_argument("--submission", type=Path, help="a file to train instead of the track's reference")
     args = parser.parse_args()
     torch.set_num_threads(1)  # as in the sandbox: the comparison is one thread against one thread
-    for track in ("reverse", "lm") if args.track == "both" else (args.track,):
-        bench(track, args.submission or REFERENCES[track], args.repeat)
+    results = [bench(track, args.submission or REFERENCES[track], args.repeat)
+               for track in (("reverse", "lm") if args.track == "both" else (args.track,))]
+    sys.path.insert(0, str(ROOT / "bench"))
+    from common import save
+    save("training_overhead", {"tracks": {r["track"]: r for r in results}})
 
 
 if __name__ == "__main__":

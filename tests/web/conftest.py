@@ -5,7 +5,7 @@ import pytest
 
 from tests.service.svc_helpers import make_app, make_course
 
-from .web_helpers import PASSWORD
+from .web_helpers import PASSWORD, sign_in_instructor, sign_in_student
 
 logging.getLogger("werkzeug").setLevel(logging.WARNING)
 
@@ -34,3 +34,20 @@ def course(web_app):
 @pytest.fixture
 def client(web_app):
     return web_app.test_client()
+
+
+@pytest.fixture
+def prof(web_app, course):
+    """A test client signed in as the instructor prof."""
+    client = web_app.test_client()
+    sign_in_instructor(client)
+    return client
+
+
+@pytest.fixture
+def students(web_app, course):
+    """A test client for each of alice and bob, signed in."""
+    clients = {name: web_app.test_client() for name in ("alice", "bob")}
+    for name, client in clients.items():
+        sign_in_student(client, name, getattr(course, name))
+    return clients

@@ -8,7 +8,7 @@ import pytest
 
 from tests.feedback.reports import SPLIT, report, split_root_cause
 
-from .web_helpers import REFERENCE, grade_now, sign_in_instructor, sign_in_student, text_of, upload
+from .web_helpers import REFERENCE, grade_now, text_of, upload
 
 PAGE = "/instructor/assignments/cap/analytics"
 SPLIT_OTHER = SPLIT.replace("3.91", "2.5").replace("216 of 240", "200 of 240").replace("[0, 2, 3]", "[1, 1, 1]")
@@ -19,11 +19,8 @@ def split_bug(message: str) -> dict:
 
 
 @pytest.fixture
-def classroom(web_app, course):
+def classroom(web_app, students):
     """alice: the split bug with its root causes, then everything passing; bob: the same split bug, other numbers."""
-    students = {name: web_app.test_client() for name in ("alice", "bob")}
-    sign_in_student(students["alice"], "alice", course.alice)
-    sign_in_student(students["bob"], "bob", course.bob)
     upload(students["alice"], REFERENCE + b"# first\n", "first.py")
     grade_now(web_app, 1, split_root_cause())
     upload(students["alice"], REFERENCE + b"# second\n", "second.py")
@@ -31,13 +28,6 @@ def classroom(web_app, course):
     upload(students["bob"], REFERENCE + b"# bob\n", "bob.py")
     grade_now(web_app, 3, split_bug(SPLIT_OTHER))
     return students
-
-
-@pytest.fixture
-def prof(web_app, course):
-    client = web_app.test_client()
-    sign_in_instructor(client)
-    return client
 
 
 def rows_of(page, table_class: str) -> list[str]:

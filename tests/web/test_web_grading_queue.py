@@ -4,20 +4,16 @@ import re
 
 import pytest
 
-from .web_helpers import (PASSWORD, REFERENCE, csrf, graded_report, grade_now, sign_in_instructor, sign_in_student,
-                          text_of, upload)
+from .web_helpers import PASSWORD, REFERENCE, csrf, graded_report, grade_now, sign_in_student, text_of, upload
 
 ITEMS = 10  # manual items of the packaged rubric
 
 
 @pytest.fixture
-def classroom(web_app, course):
+def classroom(web_app, students):
     """alice: 1 failing, then 2 passing (her best: it counts); bob: 3 graded (counts); carol: 4 queued."""
     from grader.app import accounts
     from grader.app.db import get_db
-    students = {name: web_app.test_client() for name in ("alice", "bob")}
-    sign_in_student(students["alice"], "alice", course.alice)
-    sign_in_student(students["bob"], "bob", course.bob)
     upload(students["alice"], REFERENCE + b"# first\n", "first.py")
     grade_now(web_app, 1, graded_report(fail_split=True))
     upload(students["alice"], REFERENCE + b"# second\n", "second.py", report=(b"# Report\nIDs stated\n", "r.md"))
@@ -27,13 +23,6 @@ def classroom(web_app, course):
     with web_app.app_context(), get_db(web_app).session() as s:
         accounts.create_instructor(s, "ada", PASSWORD, "Ada L.")
     return students
-
-
-@pytest.fixture
-def prof(web_app, course):
-    client = web_app.test_client()
-    sign_in_instructor(client)
-    return client
 
 
 def queue_ids(page) -> list[int]:

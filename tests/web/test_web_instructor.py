@@ -5,28 +5,18 @@ import io
 import pytest
 from sqlalchemy import select
 
-from .web_helpers import REFERENCE, csrf, graded_report, grade_now, sign_in_instructor, sign_in_student, text_of, upload
+from .web_helpers import REFERENCE, csrf, graded_report, grade_now, sign_in_student, text_of, upload
 
 
 @pytest.fixture
-def classroom(web_app, course):
+def classroom(web_app, students):
     """alice: two graded submissions (split_heads failing, then passing, with a report); bob: one queued."""
-    students = {name: web_app.test_client() for name in ("alice", "bob")}
-    sign_in_student(students["alice"], "alice", course.alice)
-    sign_in_student(students["bob"], "bob", course.bob)
     upload(students["alice"], REFERENCE + b"# first\n", "first.py")
     grade_now(web_app, 1, graded_report(fail_split=True))
     upload(students["alice"], REFERENCE + b"# second\n", "second.py", report=(b"# Report\nshapes: (B, T, D)\n", "r.md"))
     grade_now(web_app, 2, graded_report(fail_split=False))
     upload(students["bob"], REFERENCE + b"# bob\n", "bob.py")
     return students
-
-
-@pytest.fixture
-def prof(web_app, course):
-    client = web_app.test_client()
-    sign_in_instructor(client)
-    return client
 
 
 def ids_on(page) -> list[int]:

@@ -7,15 +7,7 @@ import re
 
 import pytest
 
-from .web_helpers import REFERENCE, csrf, grade_now, graded_report, sign_in_instructor, sign_in_student, text_of, \
-    upload
-
-
-@pytest.fixture
-def prof(web_app, course):
-    client = web_app.test_client()
-    sign_in_instructor(client)
-    return client
+from .web_helpers import REFERENCE, csrf, grade_now, graded_report, sign_in_student, text_of, upload
 
 
 def roster_rows(page) -> dict:

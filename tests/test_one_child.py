@@ -141,3 +141,18 @@ def split_heads(x, num_heads):
     assert by_id(one)["split_heads"]["status"] == "timeout", explain(one)
     assert all(c["status"] == "pass" for c in one["checks"] if c["id"] != "split_heads"), explain(one)
     assert verdicts(one) == verdicts(per_check), explain(one) + explain(per_check)
+
+
+def test_a_reload_whose_save_failed_is_not_run_either_way():
+    # the reload's child is forked while the shared child runs; with nothing saved it is stopped, not run
+    tail = """
+_reference_build = build_model
+
+def build_model(config):
+    model = _reference_build(config)
+    model.state_dict = lambda *args, **kwargs: {"weights": 1}
+    return model
+"""
+    one, per_check = grade_both(lm_with(tail))
+    assert by_id(one)["checkpoint_reload"]["status"] == "fail", explain(one)
+    assert verdicts(one) == verdicts(per_check), explain(one) + explain(per_check)

@@ -410,7 +410,7 @@ def flush_std() -> None:
             pass
 
 
-def run_group(stages, job_dir, probes, blobs, max_blob, channel, baseline, outputs):
+def run_group(stages, job_dir, probes, blobs, max_blob, channel, baseline, outputs, after_fork=None):
     """Run the stages in one forked child; send each stage_end as it comes. Returns (index of the stage that did not
     finish or len(stages), its header) once the child is done or was killed."""
     read_fd, write_fd = os.pipe()
@@ -419,6 +419,8 @@ def run_group(stages, job_dir, probes, blobs, max_blob, channel, baseline, outpu
         os.close(read_fd)
         group_main(stages, job_dir, write_fd, blobs, probes, baseline)
     os.close(write_fd)
+    if after_fork is not None:
+        after_fork()
     reader = wire.FrameReader(max_blob)
     index, failed = 0, None
     state = {"phase": "start", "result": None, "timed_out": False, "broken": None, "exited": False, "status": None}
@@ -491,6 +493,70 @@ def run_group(stages, job_dir, probes, blobs, max_blob, channel, baseline, outpu
     return index, failed
 
 
+LENGTH = 8  # bytes of the length before the blob a waiting child is sent
+
+
+def start_waiting(stage, job_dir, probes, inputs_blob, max_blob):
+    """Fork the child of a stage that reads another stage's output now, while the shared child runs: it waits for
+    that output (its length, then its bytes) before anything else, so its fork is off the grading's path."""
+    read_fd, write_fd = os.pipe()
+    go_read, go_write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_fd)
+        os.close(go_write)
+        data = bytearray()
+        try:
+            while len(data) < LENGTH or len(data) < LENGTH + int.from_bytes(data[:LENGTH], "big"):
+                chunk = os.read(go_read, 1 << 20)
+                if not chunk:
+                    os._exit(0)  # not needed: the stage it reads did not finish
+                data += chunk
+        except BaseException:
+            os._exit(0)
+        os.close(go_read)
+        child_main(stage, job_dir, write_fd, inputs_blob, bytes(data[LENGTH:]), probes, max_blob)
+    os.close(write_fd)
+    os.close(go_read)
+    return pid, read_fd, go_write
+
+
+def cancel_waiting(handle) -> None:
+    """A waiting child whose stage will not run."""
+    pid, read_fd, go_write = handle
+    for fd in (read_fd, go_write):
+        os.close(fd)
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except OSError:
+        pass
+    os.waitpid(pid, 0)
+
+
+def finish_waiting(handle, stage, job_dir, prev_blob, max_blob):
+    """Send a waiting child the output it reads and turn its fate into a frame, as run_stage does."""
+    pid, read_fd, go_write = handle
+    started = time.monotonic()
+    try:
+        wire_write_all(go_write, len(prev_blob).to_bytes(LENGTH, "big") + prev_blob)
+    except OSError:
+        pass  # it died: read_stage sees how
+    finally:
+        os.close(go_write)
+    try:
+        state = read_stage(read_fd, pid, float(stage["budget_s"]), max_blob)
+    finally:
+        os.close(read_fd)
+    log_path = os.path.join(job_dir, "scratch", stage["key"], "output.txt")
+    return stage_header(stage, state, time.monotonic() - started, log_path)
+
+
+def wire_write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
 def read_inputs(job_dir, stage) -> bytes:
     """The judge's inputs of one stage (safetensors bytes)."""
     with open(os.path.join(job_dir, "inputs", stage["key"] + ".safetensors"), "rb") as fh:
@@ -542,9 +608,19 @@ def main(argv):
     stages = job["stages"]
     grouped = [s for s in stages if groupable(s)] if job.get("one_child", True) else []
     alone, restarted = [], None  # the grouped stages that did not finish in the shared child: each alone
+    waiting = {}  # stage key -> a child forked ahead for a stage that reads a grouped stage's output
     if len(grouped) > 1:
+        keys = {s["key"] for s in grouped}
+
+        def fork_waiting():  # while the shared child runs: the harness's fork overlaps the checks
+            for stage in stages:
+                if stage.get("input_from") in keys and not stage.get("interactive") \
+                        and not stage.get("params", {}).get("substitute"):
+                    waiting[stage["key"]] = start_waiting(stage, job_dir, probes, read_inputs(job_dir, stage),
+                                                          max_blob)
         blobs = [read_inputs(job_dir, s) for s in grouped]
-        done, failed = run_group(grouped, job_dir, probes, blobs, max_blob, channel, Baseline(torch), outputs)
+        done, failed = run_group(grouped, job_dir, probes, blobs, max_blob, channel, Baseline(torch), outputs,
+                                 fork_waiting)
         if failed is not None:
             if failed["status"] in ("timeout",):
                 wire.write_frame(channel, failed)  # it had its budget: a hang costs that check once
@@ -561,15 +637,21 @@ def main(argv):
             continue
         if stage["key"] != restarted:
             wire.write_frame(channel, {"type": "stage_start", "stage": stage["key"]})
-        inputs_blob = read_inputs(job_dir, stage)
+        handle = waiting.pop(stage["key"], None)
         source = stage.get("input_from")
         if source and source not in outputs:  # e.g. evaluation without a trained model: nothing to run it on
+            if handle is not None:
+                cancel_waiting(handle)
             wire.write_frame(channel, {"type": "stage_end", "stage": stage["key"], "status": "skipped",
                                        "message": f"needs the output of {source}, which did not finish",
                                        "duration_s": 0.0})
             continue
         prev_blob = outputs.get(source or "")
-        header, blob = run_stage(stage, job_dir, probes, inputs_blob, prev_blob, max_blob, channel)
+        if handle is not None:
+            header, blob = finish_waiting(handle, stage, job_dir, prev_blob, max_blob)
+        else:
+            header, blob = run_stage(stage, job_dir, probes, read_inputs(job_dir, stage), prev_blob, max_blob,
+                                     channel)
         if header["status"] == "ok":
             outputs[stage["key"]] = blob
         wire.write_frame(channel, header, blob)

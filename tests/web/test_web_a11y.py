@@ -8,15 +8,13 @@ import json
 
 import pytest
 
-from tests.service.svc_cluster import LiveServer
-from tests.service.svc_helpers import make_app, make_course
+from tests.service.svc_helpers import make_course
 
-from .browser_support import assert_accessible, assert_fits, launched
+from .browser_support import WIDTHS, assert_accessible, check_page, new_page, served, signed_in_state, sqlite_app
 from .web_helpers import PASSWORD, REFERENCE, ROOT, graded_report, grade_now, sign_in_student, upload
 
 pytestmark = [pytest.mark.browser]
 ARTIFACTS = ROOT / "tests" / "artifacts"
-WIDTHS = {"desktop": 1280, "phone": 390}
 LONG_FILE = "my_transformer_capstone_submission_with_a_very_long_file_name_v2_final.py"
 # (name, who is signed in, path): every page of both audiences
 PAGES = [
@@ -53,10 +51,7 @@ def site(tmp_path_factory):
     the hidden 'specification' category released and one of its items graded by hand; the instructor prof."""
     from grader.app import accounts, coursework, store
     from grader.app.db import get_db
-    tmp = tmp_path_factory.mktemp("a11y")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("GRADER_INSTANCE_PATH", str(tmp / "instance"))
-        app = make_app(f"sqlite:///{tmp}/grader.sqlite", tmp, ENFORCE_ATTEMPTS=False, WEB_POLL_S=60)
+    with sqlite_app(tmp_path_factory.mktemp("a11y"), ENFORCE_ATTEMPTS=False, WEB_POLL_S=60) as app:
         course = make_course(app)
         client = app.test_client()
         sign_in_student(client, "alice", course.alice)
@@ -71,14 +66,8 @@ def site(tmp_path_factory):
             coursework.grade_manual(s, sub, {"spec_contract": {"points": 6, "comment": "Shapes stated."}}, prof)
             coursework.set_releases(s, sub.assignment, ["specification"], prof)
             s.commit()
-        server = LiveServer(app).start()
-        with launched() as browser:
-            site = Site(browser, server.url, course)
-            yield site
-            for context in site.signed_in.values():
-                context.close()
-        server.stop()
-        get_db(app).engine.dispose()
+        with served(app) as (browser, url):
+            yield Site(browser, url, course)
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     (ARTIFACTS / "web_a11y_widths.json").write_text(json.dumps(WIDTHS_SEEN, indent=2, sort_keys=True))
 
@@ -90,34 +79,14 @@ class Site:
 
     def page(self, who: str | None, width: int):
         """A fresh page of a context signed in as `who` (None: signed out), in a window `width` px wide."""
-        if who is None:
-            context = self.browser.new_context(viewport={"width": width, "height": 800})
-        else:
-            context = self.browser.new_context(viewport={"width": width, "height": 800},
-                                               storage_state=self.state(who))
-        page = context.new_page()
-        page.set_default_timeout(10000)
-        page.errors = []
-        page.on("pageerror", lambda exc: page.errors.append(str(exc)))
-        return page
+        return new_page(self.browser, width, 800, None if who is None else self.state(who))
 
     def state(self, who: str) -> dict:
         """The cookies of a sign-in through the form, made once per user."""
         if who not in self.signed_in:
-            context = self.browser.new_context()
-            page = context.new_page()
-            if who == "prof":
-                page.goto(self.url + "/instructor/signin")
-                page.fill("input[name=username]", "prof")
-                page.fill("input[name=password]", PASSWORD)
-            else:
-                page.goto(self.url + "/signin")
-                page.fill("input[name=username]", who)
-                page.fill("input[name=token]", getattr(self.course, who))
-            page.click("button.primary")
-            page.wait_for_load_state()
-            self.signed_in[who] = context
-        return self.signed_in[who].storage_state()
+            self.signed_in[who] = signed_in_state(self.browser, self.url, who,
+                                                  None if who == "prof" else getattr(self.course, who))
+        return self.signed_in[who]
 
 
 @pytest.mark.parametrize("width", list(WIDTHS.values()), ids=list(WIDTHS))
@@ -126,15 +95,12 @@ def test_every_page_fits_the_window_and_axe_finds_nothing_serious(site, name, wh
     page = site.page(who, width)
     page.goto(site.url + path)
     assert (who is None) == ("signin" in page.url), f"{name}: signed in as {who}, yet at {page.url}"
-    WIDTHS_SEEN.setdefault(name, {})[width] = assert_fits(page, f"{name} at {width} px")
-    assert_accessible(page, f"{name} at {width} px")
+    shot = width == WIDTHS["phone"] and name in ("student-result", "instructor-dashboard", "instructor-submission")
+    WIDTHS_SEEN.setdefault(name, {})[width] = check_page(
+        page, f"{name} at {width} px", ARTIFACTS / f"web_{name.replace('-', '_')}_phone.png" if shot else None)
     first = page.evaluate("document.querySelector('a[href], button, input, select, textarea, [tabindex]')"
                           ".textContent.trim()")
     assert first == "Skip to main content", f"{name}: the first focusable element is {first!r}"
-    assert not page.errors, f"script errors on {name}: {page.errors}"
-    if width == WIDTHS["phone"] and name in ("student-result", "instructor-dashboard", "instructor-submission"):
-        ARTIFACTS.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(ARTIFACTS / f"web_{name.replace('-', '_')}_phone.png"), full_page=True)
     page.context.close()
 
 

@@ -12,15 +12,12 @@ import pytest
 from sqlalchemy import update
 
 from tests.feedback.reports import ALL, SCALE, SPLIT, report, split_root_cause
-from tests.service.svc_cluster import LiveServer
-from tests.service.svc_helpers import make_app, make_course
+from tests.service.svc_helpers import make_course
 
-from .browser_support import assert_accessible, assert_fits, launched
-from .web_helpers import PASSWORD, REFERENCE, ROOT, grade_now
+from .browser_support import SCREENSHOTS, WIDTHS, check_page, new_page, served, signed_in_state, sqlite_app
+from .web_helpers import PASSWORD, REFERENCE, grade_now
 
 pytestmark = [pytest.mark.browser]
-SCREENSHOTS = ROOT / "docs" / "screenshots"
-WIDTHS = {"desktop": 1280, "phone": 390}
 PAGE = "/instructor/assignments/cap/analytics"
 
 
@@ -57,10 +54,7 @@ def site(tmp_path_factory):
     from grader.app.db import get_db
     from grader.app.models import Submission
     from worker import grading
-    tmp = tmp_path_factory.mktemp("analytics")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("GRADER_INSTANCE_PATH", str(tmp / "instance"))
-        app = make_app(f"sqlite:///{tmp}/grader.sqlite", tmp, ENFORCE_ATTEMPTS=False, MAX_ATTEMPTS=1)
+    with sqlite_app(tmp_path_factory.mktemp("analytics"), ENFORCE_ATTEMPTS=False, MAX_ATTEMPTS=1) as app:
         course = make_course(app, checks=list(ALL))
         client, n, t0 = app.test_client(), 0, datetime(2026, 12, 1, 8, 0)
         with app.app_context(), get_db(app).session() as s:
@@ -84,11 +78,8 @@ def site(tmp_path_factory):
                     s.execute(update(Submission).where(Submission.id == n).values(
                         created_at=at, started_at=at, finished_at=at + timedelta(seconds=20 + 13 * n)))
                     s.commit()
-        server = LiveServer(app).start()
-        with launched() as browser:
-            yield Site(browser, server.url)
-        server.stop()
-        get_db(app).engine.dispose()
+        with served(app) as (browser, url):
+            yield Site(browser, url)
 
 
 class Site:
@@ -98,21 +89,8 @@ class Site:
     def page(self, width: int):
         """A page signed in as prof, in a window `width` px wide."""
         if self.state is None:
-            context = self.browser.new_context()
-            page = context.new_page()
-            page.goto(self.url + "/instructor/signin")
-            page.fill("input[name=username]", "prof")
-            page.fill("input[name=password]", PASSWORD)
-            page.click("button.primary")
-            page.wait_for_load_state()
-            self.state = context.storage_state()
-            context.close()
-        context = self.browser.new_context(viewport={"width": width, "height": 900}, storage_state=self.state)
-        page = context.new_page()
-        page.set_default_timeout(10000)
-        page.errors = []
-        page.on("pageerror", lambda exc: page.errors.append(str(exc)))
-        return page
+            self.state = signed_in_state(self.browser, self.url, "prof")
+        return new_page(self.browser, width, storage_state=self.state)
 
 
 @pytest.mark.parametrize("name, width", list(WIDTHS.items()))
@@ -120,15 +98,10 @@ def test_the_page_fits_axe_finds_nothing_serious_and_it_is_photographed(site, na
     page = site.page(width)
     page.goto(site.url + PAGE)
     assert page.locator("h1").inner_text().startswith("Analytics")
-    assert_fits(page, f"analytics at {width} px")
-    assert_accessible(page, f"analytics at {width} px")
+    check_page(page, f"analytics at {width} px")
     page.locator("details.item-charts summary").click()  # the per-item histograms, opened
     assert page.locator("details.item-charts svg.chart-histogram").first.is_visible()
-    assert_fits(page, f"analytics with the item histograms at {width} px")
-    assert_accessible(page, f"analytics with the item histograms at {width} px")
-    assert not page.errors, page.errors
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / f"analytics-{name}.png"), full_page=True)
+    check_page(page, f"analytics with the item histograms at {width} px", SCREENSHOTS / f"analytics-{name}.png")
     page.context.close()
 
 

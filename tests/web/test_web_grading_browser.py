@@ -9,15 +9,12 @@ import io
 
 import pytest
 
-from tests.service.svc_cluster import LiveServer
-from tests.service.svc_helpers import make_app, make_course
+from tests.service.svc_helpers import make_course
 
-from .browser_support import assert_accessible, assert_fits, launched
-from .web_helpers import PASSWORD, REFERENCE, ROOT, graded_report, grade_now
+from .browser_support import SCREENSHOTS, WIDTHS, check_page, new_page, served, signed_in_state, sqlite_app
+from .web_helpers import PASSWORD, REFERENCE, graded_report, grade_now
 
 pytestmark = [pytest.mark.browser]
-SCREENSHOTS = ROOT / "docs" / "screenshots"
-WIDTHS = {"desktop": 1280, "phone": 390}
 CLASS = ["alice", "bob", "carol", "dmitri"]
 COMMENT = "This reshape mixes heads and positions: compare with the (B, H, T, Dh) order in the contract."
 
@@ -30,10 +27,7 @@ def site(tmp_path_factory):
     from grader.app.accounts import issue_token
     from grader.app.db import get_db
     from grader.app.models import Submission
-    tmp = tmp_path_factory.mktemp("grading")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("GRADER_INSTANCE_PATH", str(tmp / "instance"))
-        app = make_app(f"sqlite:///{tmp}/grader.sqlite", tmp, ENFORCE_ATTEMPTS=False)
+    with sqlite_app(tmp_path_factory.mktemp("grading"), ENFORCE_ATTEMPTS=False) as app:
         make_course(app)
         with app.app_context(), get_db(app).session() as s:
             accounts.create_instructor(s, "prof", PASSWORD, "Prof. Ada")
@@ -61,11 +55,8 @@ def site(tmp_path_factory):
                                      "report.md", "markdown")
             grading.add_comment(s, sub, 12, COMMENT, accounts.authenticate_instructor(s, "prof", PASSWORD))
             s.commit()
-        server = LiveServer(app).start()
-        with launched() as browser:
-            yield Site(browser, server.url, tokens)
-        server.stop()
-        get_db(app).engine.dispose()
+        with served(app) as (browser, url):
+            yield Site(browser, url, tokens)
 
 
 class Site:
@@ -75,34 +66,12 @@ class Site:
     def page(self, width: int, who: str = "prof"):
         """A page signed in as the instructor prof (or a student), in a window `width` px wide."""
         if who not in self.states:
-            context = self.browser.new_context()
-            page = context.new_page()
-            if who == "prof":
-                page.goto(self.url + "/instructor/signin")
-                page.fill("input[name=username]", "prof")
-                page.fill("input[name=password]", PASSWORD)
-            else:
-                page.goto(self.url + "/signin")
-                page.fill("input[name=username]", who)
-                page.fill("input[name=token]", self.tokens[who])
-            page.click("button.primary")
-            page.wait_for_load_state()
-            self.states[who] = context.storage_state()
-            context.close()
-        context = self.browser.new_context(viewport={"width": width, "height": 900}, storage_state=self.states[who])
-        page = context.new_page()
-        page.set_default_timeout(10000)
-        page.errors = []
-        page.on("pageerror", lambda exc: page.errors.append(str(exc)))
-        return page
+            self.states[who] = signed_in_state(self.browser, self.url, who, None if who == "prof" else self.tokens[who])
+        return new_page(self.browser, width, storage_state=self.states[who])
 
 
 def check_and_photograph(page, what: str, name: str) -> None:
-    assert_fits(page, what)
-    assert_accessible(page, what)
-    assert not page.errors, page.errors
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / f"grading-{name}.png"), full_page=True)
+    check_page(page, what, SCREENSHOTS / f"grading-{name}.png")
 
 
 @pytest.mark.parametrize("name, width", list(WIDTHS.items()))

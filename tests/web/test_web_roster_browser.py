@@ -7,15 +7,12 @@ The app runs on SQLite over real HTTP (nothing grades), so this takes seconds.
 """
 import pytest
 
-from tests.service.svc_cluster import LiveServer
-from tests.service.svc_helpers import make_app, make_course
+from tests.service.svc_helpers import make_course
 
-from .browser_support import assert_accessible, assert_fits, launched
-from .web_helpers import PASSWORD, ROOT
+from .browser_support import SCREENSHOTS, WIDTHS, check_page, new_page, served, signed_in_state, sqlite_app
+from .web_helpers import PASSWORD
 
 pytestmark = [pytest.mark.browser]
-SCREENSHOTS = ROOT / "docs" / "screenshots"
-WIDTHS = {"desktop": 1280, "phone": 390}
 
 
 @pytest.fixture(scope="module")
@@ -23,30 +20,15 @@ def site(tmp_path_factory):
     """alice and bob (make_course), carol and dmitri with e-mails, and the instructor prof, signed in."""
     from grader.app import accounts
     from grader.app.db import get_db
-    tmp = tmp_path_factory.mktemp("roster")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("GRADER_INSTANCE_PATH", str(tmp / "instance"))
-        app = make_app(f"sqlite:///{tmp}/grader.sqlite", tmp, ENFORCE_ATTEMPTS=False)
+    with sqlite_app(tmp_path_factory.mktemp("roster"), ENFORCE_ATTEMPTS=False) as app:
         make_course(app)
         with app.app_context(), get_db(app).session() as s:
             accounts.create_instructor(s, "prof", PASSWORD, "Prof. Ada")
             accounts.add_student(s, "carol", "Carol Chen", "carol.chen@example.edu")
             accounts.add_student(s, "dmitri", "Dmitri Mendeleev", "dmitri@example.edu")
             s.commit()
-        server = LiveServer(app).start()
-        with launched() as browser:
-            context = browser.new_context()
-            page = context.new_page()
-            page.goto(server.url + "/instructor/signin")
-            page.fill("input[name=username]", "prof")
-            page.fill("input[name=password]", PASSWORD)
-            page.click("button.primary")
-            page.wait_for_load_state()
-            state = context.storage_state()
-            context.close()
-            yield Site(browser, server.url, state)
-        server.stop()
-        get_db(app).engine.dispose()
+        with served(app) as (browser, url):
+            yield Site(browser, url, signed_in_state(browser, url, "prof"))
 
 
 class Site:
@@ -54,20 +36,11 @@ class Site:
         self.browser, self.url, self.state = browser, url, state
 
     def page(self, width: int):
-        context = self.browser.new_context(viewport={"width": width, "height": 900}, storage_state=self.state)
-        page = context.new_page()
-        page.set_default_timeout(10000)
-        page.errors = []
-        page.on("pageerror", lambda exc: page.errors.append(str(exc)))
-        return page
+        return new_page(self.browser, width, storage_state=self.state)
 
 
 def check_and_photograph(page, what: str, name: str) -> None:
-    assert_fits(page, what)
-    assert_accessible(page, what)
-    assert not page.errors, page.errors
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / f"roster-{name}.png"), full_page=True)
+    check_page(page, what, SCREENSHOTS / f"roster-{name}.png")
 
 
 def state_of(page, username: str) -> str:

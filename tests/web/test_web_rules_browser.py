@@ -10,15 +10,13 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from tests.service.svc_cluster import LiveServer
-from tests.service.svc_helpers import make_app, make_course
+from tests.service.svc_helpers import make_course
 
-from .browser_support import assert_accessible, assert_fits, launched
-from .web_helpers import PASSWORD, REFERENCE, ROOT, graded_report, grade_now, sign_in_student, upload
+from .browser_support import (SCREENSHOTS, WIDTHS, assert_accessible, check_page, new_page, served, sign_in,
+                              sqlite_app)
+from .web_helpers import PASSWORD, REFERENCE, graded_report, grade_now, sign_in_student, upload
 
 pytestmark = [pytest.mark.browser]
-SHOTS = ROOT / "docs" / "screenshots"
-WIDTHS = {"desktop": 1280, "phone": 390}
 
 
 def iso(delta: timedelta) -> str:
@@ -36,10 +34,7 @@ def site(tmp_path_factory):
     (due two days ago), 'soon' (opens in five days), 'old' (closed), 'secret' (a draft); the instructor prof."""
     from grader.app import accounts, extensions, store
     from grader.app.db import get_db
-    tmp = tmp_path_factory.mktemp("rules-browser")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("GRADER_INSTANCE_PATH", str(tmp / "instance"))
-        app = make_app(f"sqlite:///{tmp}/grader.sqlite", tmp, ENFORCE_ATTEMPTS=True, WEB_POLL_S=60)
+    with sqlite_app(tmp_path_factory.mktemp("rules-browser"), ENFORCE_ATTEMPTS=True, WEB_POLL_S=60) as app:
         course = make_course(app, due_at=iso(timedelta(days=3)), counts="chosen", late_penalty_per_day=0.1)
         with app.app_context(), get_db(app).session() as s:
             store.create_assignment(s, "late", title="Week 1 exercise", due_at=iso(-timedelta(days=1, hours=20)),
@@ -57,11 +52,8 @@ def site(tmp_path_factory):
         grade_now(app, 1, graded_report(fail_split=False))
         upload(client, REFERENCE + b"# second\n", "second.py")
         grade_now(app, 2, graded_report(fail_split=True))
-        server = LiveServer(app).start()
-        with launched() as browser:
-            yield Site(browser, server.url, course)
-        server.stop()
-        get_db(app).engine.dispose()
+        with served(app) as (browser, url):
+            yield Site(browser, url, course)
 
 
 class Site:
@@ -70,32 +62,14 @@ class Site:
 
     def page(self, who: str, width: int = 1280):
         """A page signed in through the form as `who`, `width` px wide."""
-        context = self.browser.new_context(viewport={"width": width, "height": 900})
-        page = context.new_page()
-        page.set_default_timeout(10000)
-        page.errors = []
-        page.on("pageerror", lambda exc: page.errors.append(str(exc)))
-        if who == "prof":
-            page.goto(self.url + "/instructor/signin")
-            page.fill("input[name=username]", "prof")
-            page.fill("input[name=password]", PASSWORD)
-        else:
-            page.goto(self.url + "/signin")
-            page.fill("input[name=username]", who)
-            page.fill("input[name=token]", getattr(self.course, who))
-        page.click("button.primary")
-        page.wait_for_load_state()
+        page = new_page(self.browser, width)
+        sign_in(page, self.url, who, None if who == "prof" else getattr(self.course, who))
         return page
 
 
-def check_page(page, name: str, width: int, shot: bool = True) -> None:
+def check_and_photograph(page, name: str, width: int, shot: bool = True) -> None:
     """axe-core clean, no sideways scroll, no script error; a screenshot in docs/screenshots."""
-    assert_fits(page, f"{name} at {width} px")
-    assert_accessible(page, f"{name} at {width} px")
-    assert not page.errors, f"script errors on {name}: {page.errors}"
-    if shot:
-        SHOTS.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(SHOTS / f"rules-{name}-{width}.png"), full_page=True)
+    check_page(page, f"{name} at {width} px", SCREENSHOTS / f"rules-{name}-{width}.png" if shot else None)
 
 
 @pytest.mark.parametrize("width", list(WIDTHS.values()), ids=list(WIDTHS))
@@ -117,7 +91,7 @@ def test_a_student_reads_the_rules_before_uploading(site, width):
     assert options["old"] == ("Warm-up (old): closed: uploads are no longer accepted", True)
     assert options["soon"][1] and "opens " in options["soon"][0]
     assert not options["cap"][1] and not options["late"][1] and "secret" not in options
-    check_page(page, "submit", width)
+    check_and_photograph(page, "submit", width)
     page.context.close()
 
 
@@ -147,11 +121,11 @@ def test_a_student_chooses_the_submission_that_counts(site, width):
     assert page.locator("tr.counted").get_attribute("id") == "sub-1"
     assert page.locator("tr#sub-1 .counts-tag").inner_text() == "counts"
     assert page.get_by_role("button", name="Count this one: submission 2").is_visible()
-    check_page(page, "history", width)
+    check_and_photograph(page, "history", width)
     page.goto(site.url + "/submissions/2")
     assert "Your submission 1 is the one that counts for Capstone" in page.locator("#counts-line").inner_text()
     assert "Extended for you to" in page.locator("#rules-cap").inner_text()
-    check_page(page, "result", width)
+    check_and_photograph(page, "result", width)
     page.context.close()
 
 
@@ -189,8 +163,8 @@ def test_an_instructor_sets_the_rules_and_gives_an_extension(site, width):
         assert "bob has an extension on late." in page.locator(".flash").inner_text()
     row = page.locator("table.extensions tbody tr", has_text="bob")
     assert row.count() == 1 and "family emergency" in row.inner_text()
-    check_page(page, "settings", width)
+    check_and_photograph(page, "settings", width)
     page.goto(site.url + "/instructor/assignments")
     assert "Draft project (secret)" in page.locator("table.list").inner_text(), "every assignment, drafts too"
-    check_page(page, "assignments", width, shot=False)
+    check_and_photograph(page, "assignments", width, shot=False)
     page.context.close()

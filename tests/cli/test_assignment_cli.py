@@ -2,25 +2,15 @@
 import json
 
 import pytest
-from click.testing import CliRunner
 
-from grader.cli import main
 from tests.support.rubrics import SMALL_RUBRIC
 
 
 @pytest.fixture
-def grader(tmp_path, monkeypatch):
-    """Run `grader ...` against a fresh SQLite instance; returns (exit code, output)."""
-    monkeypatch.setenv("GRADER_INSTANCE_PATH", str(tmp_path / "instance"))
-    monkeypatch.setenv("GRADER_DATABASE_URL", f"sqlite:///{tmp_path}/cli.sqlite")
-    monkeypatch.setenv("GRADER_SECRET_KEY", "a-test-key-of-some-length")
-    runner = CliRunner()
-
-    def run(*args):
-        r = runner.invoke(main, [str(a) for a in args])
-        return r.exit_code, r.output
-    assert run("roster", "add", "dana")[0] == 0
-    return run
+def grader(local_cli):
+    """Run `grader ...` against a fresh SQLite instance with the student dana; returns (exit code, output)."""
+    assert local_cli("roster", "add", "dana")[0] == 0
+    return local_cli
 
 
 def shown(grader, slug="cap") -> dict:

@@ -220,18 +220,8 @@ def test_the_student_status_page_names_no_hidden_running_check(app, course):
     assert instructor["progress"]["check"] == "rope"
 
 
-def test_the_cli_sets_a_level_now_and_later_and_back_to_the_default(tmp_path, monkeypatch):
-    from click.testing import CliRunner
-
-    from grader.cli import main
-    monkeypatch.setenv("GRADER_INSTANCE_PATH", str(tmp_path / "instance"))
-    monkeypatch.setenv("GRADER_DATABASE_URL", f"sqlite:///{tmp_path}/cli.sqlite")
-    monkeypatch.setenv("GRADER_SECRET_KEY", "a-test-key-of-some-length")
-    runner = CliRunner()
-
-    def grader(*args):
-        r = runner.invoke(main, list(args))
-        return r.exit_code, r.output
+def test_the_cli_sets_a_level_now_and_later_and_back_to_the_default(local_cli):
+    grader = local_cli
     assert grader("assignment", "create", "cap", "--due", "2027-01-05T12:00:00Z")[0] == 0
     code, out = grader("assignment", "feedback", "cap", "rope", "points", "--then", "full", "--at", "due")
     assert code == 0 and out.strip() == "cap rope: points; full from 2027-01-05 12:00 UTC; students see points now", \

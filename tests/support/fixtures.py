@@ -12,6 +12,23 @@ def reference_text():
     return lambda track: REFERENCES[track].read_text()
 
 
+@pytest.fixture
+def local_cli(tmp_path, monkeypatch):
+    """Run `grader ARGS` in this process against a fresh SQLite instance in tmp_path; returns (exit code, output)."""
+    from click.testing import CliRunner
+
+    from grader.cli import main
+    monkeypatch.setenv("GRADER_INSTANCE_PATH", str(tmp_path / "instance"))
+    monkeypatch.setenv("GRADER_DATABASE_URL", f"sqlite:///{tmp_path}/cli.sqlite")
+    monkeypatch.setenv("GRADER_SECRET_KEY", "a-test-key-of-some-length")
+    runner = CliRunner()
+
+    def run(*args):
+        r = runner.invoke(main, [str(a) for a in args])
+        return r.exit_code, r.output
+    return run
+
+
 @pytest.fixture(scope="session")
 def pg_url():
     """A PostgreSQL database of our own for the whole test session, dropped at the end (marks the test `service`)."""

@@ -10,6 +10,16 @@ import pytest
 from .web_helpers import REFERENCE, csrf, grade_now, graded_report, sign_in_student, text_of, upload
 
 
+@pytest.fixture
+def graded_alice(web_app, course):
+    """alice signed in, with one upload (submission 1), graded."""
+    student = web_app.test_client()
+    sign_in_student(student, "alice", course.alice)
+    upload(student, REFERENCE + b"# alice\n", "alice.py")
+    grade_now(web_app, 1, graded_report())
+    return student
+
+
 def roster_rows(page) -> dict:
     """roster id -> the text of its row in the students table."""
     html = page.get_data(as_text=True)
@@ -49,11 +59,7 @@ def test_deactivate_refuses_the_student_and_reactivate_lets_them_back(web_app, c
     assert sign_in_student(student, "alice", course.alice).status_code == 303, "the same token signs in again"
 
 
-def test_remove_asks_first_then_keeps_the_submissions(web_app, course, prof):
-    student = web_app.test_client()
-    sign_in_student(student, "alice", course.alice)
-    upload(student, REFERENCE + b"# alice\n", "alice.py")
-    grade_now(web_app, 1, graded_report())
+def test_remove_asks_first_then_keeps_the_submissions(web_app, course, prof, graded_alice):
     confirm = prof.get("/instructor/roster/alice/remove")
     assert confirm.status_code == 200 and "Remove alice (Alice)?" in text_of(confirm)
     assert "Their 1 submission is kept" in text_of(confirm)
@@ -90,11 +96,7 @@ def test_the_actions_need_the_form_token(prof):
     assert r.status_code == 400 and "alice" in roster_rows(prof.get("/instructor/roster"))
 
 
-def test_the_gradebook_exports_as_json_with_names_and_the_counted_submission(web_app, course, prof):
-    student = web_app.test_client()
-    sign_in_student(student, "alice", course.alice)
-    upload(student, REFERENCE + b"# alice\n", "alice.py")
-    grade_now(web_app, 1, graded_report())
+def test_the_gradebook_exports_as_json_with_names_and_the_counted_submission(prof, graded_alice):
     r = prof.get("/instructor/assignments/cap/export.json")
     rows = {row["student"]: row for row in r.get_json()}
     assert r.status_code == 200 and 'filename="cap.json"' in r.headers["Content-Disposition"]

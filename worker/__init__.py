@@ -6,6 +6,7 @@ The Celery app itself is the Flask app's (grader/app/queue.py, `celery_init_app`
 from celery import current_app
 from celery.signals import worker_init, worker_process_init, worker_process_shutdown
 from grader.sandbox import Limits
+from grader.sandbox.base import set_low_priority
 from grader.sandbox.prestart import prestarted
 
 
@@ -21,6 +22,8 @@ def after_fork(**_):
     app = current_app.flask_app
     # A pool child must not reuse the parent's database sockets.
     app.extensions["grader.db"].after_fork()
+    # This slot's sandboxes yield the CPU to the web and the database (grader/sandbox/base.py, issue 19).
+    set_low_priority(app.config.get("SANDBOX_LOW_PRIORITY", True))
     if app.config.get("SANDBOX_PRESTART", True):
         _prestarter(app).start_next(Limits())  # the first job finds its sandbox started too (default limits)
 

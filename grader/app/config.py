@@ -30,6 +30,7 @@ class Defaults:
     PUBLISH_RETRIES = 2  # retries when the web process cannot reach the broker (the sweeper sends later)
     SANDBOX_BACKEND = None  # None: the judge's default, as `grader check`; or process | docker | auto
     SANDBOX_PRESTART = True  # start each grading slot's next sandbox (torch imported) while it waits for a job
+    SANDBOX_LOW_PRIORITY = True  # a worker's sandboxes yield the CPU to the web and the database (nice, cgroup, shares)
     # Training step budget per track, e.g. GRADER_TRAINING_STEPS='{"lm": 200}'; a track not named keeps the
     # default (reverse 600, lm 300), the budget the pass thresholds were measured at (docs/training.md).
     TRAINING_STEPS = {}

@@ -5,9 +5,13 @@ cgroup v1 hierarchies (memory.limit_in_bytes, memory.memsw.limit_in_bytes, pids.
 when the hierarchy is writable (root on a VM or a privileged container); otherwise the run goes on
 without, and the run records that.
 
-No cpu controller, on purpose: every run's group would sit under one parent whose weight competes
-with each other task on the host as a single task, so concurrent sandboxes on a busy machine were
-measured 3x slower to import torch. CPU is bounded per stage by RLIMIT_CPU and the wall clock.
+A run of low priority (base.low_priority(): a service's worker) also joins a group of the cgroup v1 cpu controller,
+under PARENT, whose cpu.shares CPU_SHARES (a nice-0 task has 1024; nice 19 is 15) holds all such sandboxes together:
+they take every core nobody else wants and yield at once to the web, the database and the workers (issue 19); a
+student cannot leave the group (its files are root's). On cgroup v2 only the nice level (process.py) applies: its
+single hierarchy would put the weight on every sandbox's parent, `grader check`'s too (not done: v2 untested here).
+Other runs stay out of the cpu controller and are scheduled like any other session. CPU is bounded per stage by
+RLIMIT_CPU and the wall clock.
 """
 import os
 import signal
@@ -19,6 +23,7 @@ from .isolation import cache_success
 
 ROOT = Path("/sys/fs/cgroup")
 PARENT = "grader-sandbox"
+CPU_SHARES = 16  # cgroup v1 cpu.shares (2-262144; a nice-0 task is 1024): nice 19 is 15
 
 
 class CgroupUnavailable(RuntimeError):
@@ -68,12 +73,14 @@ def detect() -> tuple[str, dict] | str:
             return f"cgroup v2 is not writable here: {exc}"
         return "v2", {"unified": parent}
     dirs = {}
-    for c in ("memory", "pids"):
+    for c in ("memory", "pids", "cpu"):
         base = ROOT / c
         if not (base / "cgroup.procs").exists():
             continue
         try:
             (base / PARENT).mkdir(exist_ok=True)
+            if c == "cpu":
+                _write(base / PARENT / "cpu.shares", CPU_SHARES)
         except OSError as exc:
             if c == "memory":
                 return f"cgroup v1 memory hierarchy is not writable here: {exc}"
@@ -99,11 +106,13 @@ def reap_stale(parents: dict) -> None:
 class RunCgroup:
     """The cgroup(s) of one run; join() runs in the child, kill() and remove() in the judge."""
 
-    def __init__(self, memory_mb: int, pids: int):
+    def __init__(self, memory_mb: int, pids: int, low_cpu: bool = False):
         found = detect()
         if isinstance(found, str):
             raise CgroupUnavailable(found)
         self.version, parents = found
+        if not low_cpu:
+            parents = {c: p for c, p in parents.items() if c != "cpu"}
         reap_stale(parents)
         name = f"run-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self.dirs = {c: p / name for c, p in parents.items()}

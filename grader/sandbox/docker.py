@@ -22,7 +22,8 @@ from pathlib import Path
 
 from ..harness import wire
 from .cleanup import remove_tree
-from .base import FrameCollector, Limits, Prepared, Sandbox, SandboxRun, new_job_dir, wait_for_hello
+from .base import (FrameCollector, Limits, Prepared, Sandbox, SandboxRun, low_priority, new_job_dir,
+                   wait_for_hello)
 
 DEFAULT_IMAGE = "grader-runner:latest"
 SANDBOX_UID = 10001  # the image's `sandbox` user
@@ -31,6 +32,10 @@ INIT = Path(__file__).with_name("sandbox_init.py")
 LABEL = "grader.sandbox"
 TMP_MB = 16
 SHM_MB = 64
+# A sandbox container of low priority (base.low_priority(): a worker's) yields the CPU to the web, the database and
+# the workers (issue 19): a low cpu.shares (a nice-0 task is 1024; as the process backend's cgroup, about nice 19).
+# It only matters when the CPU is contended.
+CPU_SHARES = 16
 LOG_LIMIT = 1 << 20
 LOG_TAIL = 20000
 # A run's deadline label is its wall budget plus this: past it, any worker's sweep may remove the container.
@@ -173,7 +178,8 @@ class DockerSandbox(Sandbox):
                          "TMPDIR": "/job/scratch", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"},
             network_mode="none", read_only=True, cap_drop=["ALL"], security_opt=["no-new-privileges"],
             mem_limit=f"{limits.memory_mb}m", memswap_limit=f"{limits.memory_mb}m", pids_limit=limits.pids,
-            nano_cpus=int(limits.cpus * 1e9), shm_size=f"{SHM_MB}m", ipc_mode="private",
+            nano_cpus=int(limits.cpus * 1e9), cpu_shares=CPU_SHARES if low_priority() else None,
+            shm_size=f"{SHM_MB}m", ipc_mode="private",
             mounts=[Mount("/job", None, type="volume")],
             tmpfs={"/job/scratch": f"rw,nosuid,nodev,noexec,size={limits.scratch_mb}m,uid={self.uid},gid={self.uid},mode=0700",
                    "/tmp": f"rw,nosuid,nodev,noexec,size={TMP_MB}m,mode=1777"},

@@ -23,7 +23,8 @@ from pathlib import Path
 
 from . import bwrap, seccomp
 from ..harness import wire
-from .base import FrameCollector, Limits, Prepared, Sandbox, SandboxRun, new_job_dir, wait_for_hello
+from .base import (FrameCollector, Limits, Prepared, Sandbox, SandboxRun, low_priority, new_job_dir,
+                   wait_for_hello)
 from .cgroup import CgroupUnavailable, RunCgroup
 from .cleanup import remove_tree, sweep_sysv
 from .isolation import IsolationMissing, allow_weak_from_env, refusal
@@ -50,13 +51,21 @@ def drop_privileges(uid: int | None, gid: int | None):
     return apply
 
 
-def _preexec(uid, limits: Limits, cgroup, install_seccomp):
-    """Runs in the child between fork and exec: cgroup (as root), rlimits, uid, NPROC, then seccomp."""
+# A sandbox of low priority (base.low_priority(): a worker's) yields the CPU to interactive work (issue 19): nice 19
+# and, as root, a cgroup of low CPU weight (cgroup.py), which also holds where the kernel groups a session's tasks
+# (autogroup: bwrap's new session is one) and nice alone would not.
+NICE = 19
+
+
+def _preexec(uid, limits: Limits, cgroup, install_seccomp, nice: int = 0):
+    """Runs in the child between fork and exec: cgroup (as root), nice, rlimits, uid, NPROC, then seccomp."""
     drop = drop_privileges(uid, uid)
 
     def apply():
         if cgroup is not None:
             cgroup.join()
+        if nice:
+            os.setpriority(os.PRIO_PROCESS, 0, nice)  # raising one's own nice needs no privilege; lowering it does
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         resource.setrlimit(resource.RLIMIT_NOFILE, (limits.files, limits.files))
         fsize = limits.scratch_mb << 20
@@ -232,7 +241,7 @@ class ProcessSandbox(Sandbox):
             record["cgroup"] = "off (configured)"
         else:
             try:
-                cgroup = RunCgroup(limits.memory_mb, limits.pids)
+                cgroup = RunCgroup(limits.memory_mb, limits.pids, low_cpu=low_priority())
                 record["cgroup"] = cgroup.describe()
             except CgroupUnavailable as exc:
                 record["cgroup"] = f"off: {exc}"
@@ -288,7 +297,7 @@ class ProcessSandbox(Sandbox):
                 # stdin is the go channel: one byte once the job is in place (only the judge holds its write end)
                 proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=log, stderr=log, env=env, cwd=scratch,
                                         pass_fds=tuple(pass_fds), start_new_session=True,
-                                        preexec_fn=_preexec(uid, limits, cgroup, install))
+                                        preexec_fn=_preexec(uid, limits, cgroup, install, NICE if low_priority() else 0))
         except BaseException:
             os.close(read_fd)
             raise

@@ -82,9 +82,9 @@ def test_seccomp_leaves_what_torch_needs():
     assert proc.stdout.strip() == "ok 27.0", proc.stderr[-2000:]
 
 
-def cgroup_or_skip(memory_mb=128, pids=32) -> RunCgroup:
+def cgroup_or_skip(memory_mb=128, pids=32, low_cpu=False) -> RunCgroup:
     try:
-        return RunCgroup(memory_mb, pids)
+        return RunCgroup(memory_mb, pids, low_cpu=low_cpu)
     except CgroupUnavailable as exc:
         layer_missing(f"no writable cgroup here: {exc}")
 
@@ -102,11 +102,51 @@ def test_cgroup_caps_memory_across_processes():
         cg.remove()
 
 
+def test_a_sandbox_yields_the_cpu_to_interactive_work():
+    """A worker's sandbox (low priority): nice 19 and, where the v1 cpu controller is, a cgroup of low weight that the
+    sandbox cannot leave (issue 19)."""
+    from grader.sandbox import cgroup as cgroups
+    from grader.sandbox.base import Limits
+    from grader.sandbox.process import NICE, _preexec
+    cg = cgroup_or_skip(low_cpu=True)
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"],
+                            preexec_fn=_preexec(None, Limits(), cg, None, NICE), start_new_session=True)
+    try:
+        assert os.getpriority(os.PRIO_PROCESS, proc.pid) == NICE
+        if "cpu" in cg.dirs:  # cgroup v1 here: the parent of every run's group has the low shares
+            assert str(proc.pid) in (cg.dirs["cpu"] / "cgroup.procs").read_text().split()
+            assert int((cg.dirs["cpu"].parent / "cpu.shares").read_text()) == cgroups.CPU_SHARES
+    finally:
+        cg.kill()
+        proc.wait()
+        cg.remove()
+
+
+def test_a_sandbox_of_normal_priority_stays_out_of_the_cpu_group():
+    """`grader check`'s sandbox is what a person waits for: the nice level of its parent, no cpu cgroup."""
+    from grader.sandbox.base import low_priority
+    from grader.sandbox.process import _preexec
+    from grader.sandbox.base import Limits
+    assert not low_priority(), "only a worker turns low priority on"
+    cg = cgroup_or_skip()
+    assert "cpu" not in cg.dirs
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"],
+                            preexec_fn=_preexec(None, Limits(), cg, None), start_new_session=True)
+    try:
+        assert os.getpriority(os.PRIO_PROCESS, proc.pid) == os.getpriority(os.PRIO_PROCESS, 0)
+    finally:
+        cg.kill()
+        proc.wait()
+        cg.remove()
+
+
 def test_cgroup_kill_takes_processes_that_left_the_session():
     cg = cgroup_or_skip()
     code = "import os, time\nif os.fork() == 0:\n    os.setsid()\n    time.sleep(60)\ntime.sleep(60)"
     proc = subprocess.Popen([sys.executable, "-c", code], preexec_fn=cg.join, start_new_session=True)
-    time.sleep(1)
+    deadline = time.monotonic() + 20  # the cgroup's low CPU weight: on a busy machine the child starts late
+    while len(cg.pids()) < 2 and time.monotonic() < deadline:
+        time.sleep(0.1)
     assert len(cg.pids()) == 2
     assert cg.kill(), f"still in the cgroup: {cg.pids()}"
     proc.wait()

@@ -6,7 +6,7 @@ from flask import Blueprint, Response, current_app, g, jsonify, request, url_for
 from sqlalchemy import text
 
 from ...source import MAX_BYTES, Rejected
-from .. import accounts, coursework, scoring, store, visibility
+from .. import accounts, coursework, scoring, status_cache, store, visibility
 from ...registry import check_ids
 from ..db import session
 from ..files import content_disposition, submission_file
@@ -302,9 +302,25 @@ def count_arg(name: str, default: int) -> int:
 
 
 @bp.get("/submissions/<int:submission_id>")
-@require()
 def get_submission(submission_id):
-    """The status, polled: with an ETag (If-None-Match answers 304) and, until grading ends, when to ask again."""
+    """The status, polled: with an ETag (If-None-Match answers 304) and, until grading ends, when to ask again.
+    A token's answer is kept for it until anything it was made from changes (status_cache.py, PostgreSQL)."""
+    cache, plain = status_cache.for_app(current_app), bearer_token()
+    key = cache.key(plain, submission_id) if cache is not None and plain else None
+    kept = cache.get(key) if key else None
+    if kept is not None:
+        body, headers = kept
+        response = current_app.response_class(body, headers=headers)
+    else:
+        mark = cache.mark() if key else None
+        response = status_answer(submission_id)
+        if key and response.status_code == 200:
+            cache.put(key, mark, response.get_data(), dict(response.headers))
+    return response.make_conditional(request)
+
+
+@require()
+def status_answer(submission_id):
     s = session()
     sub = visible_submission(s, submission_id)
     response = jsonify(submission_json(s, sub))
@@ -314,7 +330,7 @@ def get_submission(submission_id):
     if sub.status in ("queued", "running"):
         response.headers["Retry-After"] = str(math.ceil(current_app.config["WEB_POLL_S"]))
     response.add_etag()
-    return response.make_conditional(request)
+    return response
 
 
 @bp.get("/submissions/<int:submission_id>/file")

@@ -8,6 +8,11 @@ process on 127.0.0.1, and `grader worker -c 1` processes. N uploads of the refer
 are sent at once; throughput = N / (last finished - first uploaded). Queue wait = started - uploaded.
 RSS is sampled every 0.5 s from /proc: each worker's main process, its pool process, and the sandbox
 processes under it. --web also runs bench/web_load.py against the same service while two workers grade.
+
+The burst (target 7 of issue 19): B uploads at once (default 200, quick 6) of reference_lm graded WITH training by
+two workers; gradings per minute against the compute limit, cores / one grading's bare compute (the same checks
+and training called in one process, bench/overhead.py's direct(), measured in this run before the burst), target
+>= 0.9 x; and the store checked: every upload graded exactly once (status done, one result, no attempt over one).
 """
 import argparse
 import contextlib
@@ -26,6 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import ROOT, SUBMISSIONS, check_set, emit, med, pct, save, table  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
+from grader.app import store  # noqa: E402
+from grader.app.db import get_db  # noqa: E402
 SETTINGS = {"HEARTBEAT_S": 2, "LEASE_S": 60, "ENFORCE_ATTEMPTS": False, "PUBLISH_RETRIES": 1}
 
 
@@ -169,12 +176,12 @@ def rows_for(app, ids):
     return subs, reports
 
 
-def burst(ctx, n: int, tag: str, data: bytes, timeout: float) -> dict:
+def burst(ctx, n: int, tag: str, data: bytes, timeout: float, slug: str = "bench") -> dict:
     """Upload n files at once (one per student), wait until all are graded; the figures."""
     from tests.service.svc_cluster import wait_for
     ids = []
     for k in range(n):
-        status, sub = ctx["http"].upload("bench", ctx["tokens"][k], data + f"\n# {tag} {k}\n".encode(), "sub.py")
+        status, sub = ctx["http"].upload(slug, ctx["tokens"][k], data + f"\n# {tag} {k}\n".encode(), "sub.py")
         assert status == 202, (status, sub)
         ids.append(sub["id"])
 
@@ -192,13 +199,50 @@ def burst(ctx, n: int, tag: str, data: bytes, timeout: float) -> dict:
     latency = [(r.finished_at - r.created_at).total_seconds() for r in subs.values()]
     grading = [(r.finished_at - r.started_at).total_seconds() for r in subs.values()]
     judge = [reports[i]["timings"]["total_s"] for i in ids if i in reports]
-    return {"n": n, "failed": sum(r.status == "failed" for r in subs.values()), "makespan_s": makespan,
+    return {"n": n, "ids": ids, "failed": sum(r.status == "failed" for r in subs.values()), "makespan_s": makespan,
             "per_min": 60 * n / makespan, "queue_wait": waits, "latency": latency, "grading": grading,
             "judge": judge, "memory_mb": mem.peaks,
             "store": [g - j for g, j in zip(grading, judge)], "timings": [reports[i]["timings"] for i in ids if i in reports]}
 
 
 IDLE_S = 10  # how long the worker idles before the single upload: time to start its first sandbox
+BURST = 200  # uploads in the burst with training (target 7); --burst changes it, --quick makes it QUICK_BURST
+QUICK_BURST = 6
+BARE = """import json, sys, time
+sys.path.insert(0, "bench")
+import torch
+torch.set_num_threads(1)
+from common import SUBMISSIONS, check_set
+from overhead import direct
+direct(SUBMISSIONS["reference_lm"], check_set(True))  # warm: imports, first calls
+best = min(direct(SUBMISSIONS["reference_lm"], check_set(True, training=True))[0] for _ in range(int(sys.argv[1])))
+print(json.dumps({"bare_s": best}))
+"""
+
+
+def bare_compute(repeat: int) -> float:
+    """One grading's bare compute (reference_lm, correctness + training): best of `repeat`, in a fresh process."""
+    proc = subprocess.run([sys.executable, "-c", BARE, str(repeat)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=1800)
+    if proc.returncode:
+        raise RuntimeError(proc.stderr[-1500:])
+    return json.loads(proc.stdout.strip().splitlines()[-1])["bare_s"]
+
+
+def exactly_once(app, ids: list[int]) -> dict:
+    """What the store says of a burst: uploads missing, not done, graded more than once (results or attempts)."""
+    from sqlalchemy import func, select
+    from grader.app.db import get_db
+    from grader.app.models import Result, Submission
+    with get_db(app).Session() as s:
+        rows = {r.id: r for r in s.scalars(select(Submission).where(Submission.id.in_(ids)))}
+        results = dict(s.execute(select(Result.submission_id, func.count()).where(Result.submission_id.in_(ids))
+                                 .group_by(Result.submission_id)).all())
+    return {"uploads": len(ids), "stored": len(rows), "lost": len(set(ids) - set(rows)),
+            "not_done": sorted(i for i, r in rows.items() if r.status != "done"),
+            "twice": sorted(i for i in ids if results.get(i, 0) > 1),
+            "no_result": sorted(i for i in ids if results.get(i, 0) == 0),
+            "retried": sorted(i for i, r in rows.items() if (r.attempts or 0) > 1)}
 
 
 def main(argv=None) -> str:
@@ -206,13 +250,30 @@ def main(argv=None) -> str:
     parser.add_argument("--quick", action="store_true", help="4 uploads, correctness checks only")
     parser.add_argument("--n", type=int, default=None, help="uploads per configuration")
     parser.add_argument("--web", action="store_true", help="also the web load (bench/web_load.py) with two workers")
+    parser.add_argument("--burst", type=int, default=None,
+                        help=f"uploads in the burst with training, 2 workers (default {BURST}, quick {QUICK_BURST}; "
+                             "0: none)")
     args = parser.parse_args(argv)
     n = args.n or (4 if args.quick else 8)
+    n_burst = args.burst if args.burst is not None else (QUICK_BURST if args.quick else BURST)
     checks = check_set(args.quick)
     data = SUBMISSIONS["reference_lm"].read_bytes()
     results, blocks = {}, []
     from web_load import CLIENTS
-    with service(checks, max(n, CLIENTS)) as ctx:
+    with service(checks, max(n, CLIENTS, n_burst)) as ctx:
+        if n_burst:  # target 7 first: the bare compute, then the burst on a service nothing else loads
+            training = check_set(True, training=True)
+            with get_db(ctx["app"]).session() as s:
+                store.create_assignment(s, "burst", title="Burst with training", checks=list(training))
+            bare_s = bare_compute(1 if args.quick else 2)
+            limit = 60 * (os.cpu_count() or 1) / bare_s
+            ctx["start_workers"](2)
+            time.sleep(IDLE_S)  # both workers' first sandboxes started ahead, as on a service already up
+            b = burst(ctx, n_burst, "burst", data, 600 + 60 * n_burst, slug="burst")
+            b.update(bare_s=bare_s, limit_per_min=limit, ratio=b["per_min"] / limit,
+                     once=exactly_once(ctx["app"], b["ids"]))
+            print(f"  burst of {n_burst} with training, 2 workers: {b['per_min']:.2f}/min, limit {limit:.2f}/min "
+                  f"(bare compute {bare_s:.1f} s), ratio {b['ratio']:.2f}; store {b['once']}", flush=True)
         for workers in (1, 2):
             ctx["start_workers"](workers)
             if workers == 1:  # one upload on an idle queue first: the latency a student sees most of the term
@@ -253,7 +314,35 @@ def main(argv=None) -> str:
     blocks.insert(1, emit("Per-submission latency through the service (1 worker)", table(["part", "seconds"], lat)))
     mem_rows = [[name, results[2]["memory_mb"][name]] for name in results[2]["memory_mb"]]
     blocks.insert(2, emit("Memory per worker (peak RSS while grading, 2 workers)", table(["process", "peak RSS MB"], mem_rows)))
-    save("throughput", {"checks": checks, "idle": idle, "results": {str(k): v for k, v in results.items()}})
+    if n_burst:
+        st = b["once"]
+        once = not (st["lost"] or st["not_done"] or st["twice"] or st["no_result"])
+        brows = [["uploads at once (one per student)", n_burst],
+                 ["bare compute of one grading (correctness + training, one process, best of "
+                  f"{1 if args.quick else 2}) s", b["bare_s"]],
+                 [f"compute limit: {os.cpu_count()} cores / bare compute, gradings/min", b["limit_per_min"]],
+                 ["makespan (first upload -> last finished) s", b["makespan_s"]],
+                 ["gradings/min", b["per_min"]],
+                 ["gradings/min / compute limit (target >= 0.9)", b["ratio"]],
+                 ["upload->done p50 / p95 s", f"{med(b['latency']):.1f} / {pct(b['latency'], 95):.1f}"],
+                 ["grading p50 s (claimed -> stored)", med(b["grading"])],
+                 ["  judge (grade_bytes total) p50 s", med(b["judge"])],
+                 ["  sandbox start + torch import p50 s (all of it: CPU besides the compute)",
+                  start_parts(b["timings"])[0]],
+                 ["  of which the job waited for", start_parts(b["timings"])[1]],
+                 ["  training's stages p50 s (" + ", ".join(sorted({k for t in b["timings"] for k in t["stages"]
+                                                                 if k.startswith("training")})) + ")",
+                  med([sum(v or 0 for k, v in t["stages"].items() if k.startswith("training")) for t in b["timings"]])],
+                 ["store: lost / not done / graded twice / without a result", f"{st['lost']} / {len(st['not_done'])} / "
+                  f"{len(st['twice'])} / {len(st['no_result'])}" + (" (each exactly once)" if once else "")],
+                 ["retried (attempts > 1: an infrastructure retry, still one result)", len(st["retried"])]]
+        bnote = (f"{n_burst} uploads of reference_lm at once, graded with training ({len(training)} checks) by two "
+                 f"`grader worker -c 1` on {os.cpu_count()} CPUs (load average {os.getloadavg()[0]:.1f}), PostgreSQL, "
+                 "Redis, process sandbox; the bare compute measured in the same run, just before.")
+        blocks.insert(3, emit("Burst with training, 2 workers, against the compute limit", bnote + "\n\n" +
+                              table(["", "value"], brows)))
+    save("throughput", {"checks": checks, "idle": idle, "results": {str(k): v for k, v in results.items()},
+                        "burst": b if n_burst else None})
     return "\n".join(blocks)
 
 

@@ -78,9 +78,21 @@ def _preexec(uid, limits: Limits, cgroup, install_seccomp, nice: int = 0):
     return apply
 
 
+KILL = next((p for p in ("/usr/bin/kill", "/bin/kill") if os.access(p, os.X_OK)), None)
+
+
 def kill_uid(uid: int) -> None:
     """Kill every process of the sandbox uid, daemons that left our process group included."""
     for _ in range(3):  # a fork racing the kill survives one round, not three
+        if KILL is not None:
+            # kill(2) of -1 as that uid, by a small program spawned as it: forking the worker (torch loaded) to do it
+            # took 25-95 ms a fork, six forks a grading (issue 19)
+            try:
+                subprocess.run([KILL, "-KILL", "-1"], user=uid, group=uid, extra_groups=[], env={}, timeout=10,
+                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                continue
+            except (OSError, subprocess.SubprocessError):
+                pass
         pid = os.fork()
         if pid == 0:
             try:

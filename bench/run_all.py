@@ -87,10 +87,10 @@ WHY = {
        "CPU weight, waits for the CPU (the figure moves with the load)",
     6: "the 50 uploads at once saturate the 2 cores (the server's 2 processes, PostgreSQL, the 50 client threads "
        "themselves): polls made meanwhile wait behind the uploads, and each upload empties the kept status answers",
-    7: "a grading's fixed costs (sandbox start and torch import of the next grading, the judge, the store) "
-       "compete with the training for the 2 cores",
-    8: "an idle worker holds two torch interpreters that cannot be one: the judge's (the worker main process and "
-       "its pool process, forked from it) and the sandbox started ahead (a separate, unprivileged interpreter)",
+    7: "",
+    8: "an idle worker holds two torch interpreters where the bare process has one: the judge's (the worker main "
+       "process and its pool process, forked from it) and the sandbox started ahead (a separate, unprivileged "
+       "interpreter, ready for the next upload)",
 }
 
 
@@ -166,6 +166,13 @@ def targets(ran: set, quick: bool) -> str:
               f"{'each graded exactly once' if once else 'NOT each exactly once'}")
         note7 = "" if once else (f"store: {st['lost']} lost, {len(st['not_done'])} not done, {len(st['twice'])} "
                                  f"graded twice, {len(st['no_result'])} without a result")
+        starts = [(t.get("sandbox_start_s") or 0) + (t.get("torch_import_s") or 0) for t in b.get("timings") or []]
+        if starts and not ok7:
+            from common import med
+            note7 = "; ".join(x for x in (
+                f"each grading also starts its sandbox and imports torch in it ({med(starts):.1f} s p50, work the "
+                f"limit does not count) next to {b['bare_s']:.1f} s of compute; on a machine busy with other work "
+                "the sandboxes, at a low CPU weight, wait for the CPU", note7) if x)
         if b["n"] < 200:
             note7 = "; ".join(x for x in (note7, f"{b['n']} uploads, not 200: " + (
                 "a quick run" if quick else f"200 would take about {200 / b['per_min']:.0f} min at this rate, beyond "

@@ -79,6 +79,7 @@ def _preexec(uid, limits: Limits, cgroup, install_seccomp, nice: int = 0):
 
 
 KILL = next((p for p in ("/usr/bin/kill", "/bin/kill") if os.access(p, os.X_OK)), None)
+SETPRIV = next((p for p in ("/usr/bin/setpriv", "/bin/setpriv") if os.access(p, os.X_OK)), None)
 
 
 def kill_uid(uid: int) -> None:
@@ -87,9 +88,13 @@ def kill_uid(uid: int) -> None:
         if KILL is not None:
             # kill(2) of -1 as that uid, by a small program spawned as it: forking the worker (torch loaded) to do it
             # took 25-95 ms a fork, six forks a grading (issue 19)
+            # (setpriv changes the uid after the exec, so the spawn can use vfork; Popen(user=) cannot)
+            as_uid = dict(user=uid, group=uid, extra_groups=[]) if SETPRIV is None else {}
+            prefix = [] if SETPRIV is None else [SETPRIV, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"]
             try:
-                subprocess.run([KILL, "-KILL", "-1"], user=uid, group=uid, extra_groups=[], env={}, timeout=10,
-                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                # no timeout: Popen.wait with one polls in sleeps (ms each); kill(2) does not block
+                subprocess.run([*prefix, KILL, "-KILL", "-1"], env={}, stdin=subprocess.DEVNULL,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **as_uid)
                 continue
             except (OSError, subprocess.SubprocessError):
                 pass

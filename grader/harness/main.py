@@ -478,8 +478,10 @@ def run_group(stages, job_dir, probes, blobs, max_blob, channel, baseline, outpu
                 kill(pid, signal.SIGKILL)
             except OSError:
                 pass
-        if not state["exited"]:
-            _, state["status"] = os.waitpid(pid, 0)
+        if not state["exited"] and index < len(stages):
+            _, state["status"] = os.waitpid(pid, 0)  # how it ended decides the stage's status
+        # else: every stage has its result; the killed child is left to the sandbox's init to reap while the next
+        # stages run (its teardown off the grading's path)
         os.close(read_fd)
     if index < len(stages):
         stage = stages[index]

@@ -24,6 +24,7 @@ TRIGGER = "grader_status_changed"
 MAX_AGE_S = 1.0
 MAX_ENTRIES = 10000
 RECONNECT_S = 1.0
+IDLE_S = 30.0  # a listener no poll used for this long closes its connection; the next poll starts another
 
 
 class StatusCache:
@@ -35,6 +36,7 @@ class StatusCache:
         self.generation = 0
         self.listening = False
         self.pid = None
+        self.used = time.monotonic()
         self.lock = threading.Lock()
 
     # ------------------------------------------------------------ serving
@@ -44,6 +46,7 @@ class StatusCache:
     def get(self, key: tuple):
         """The kept answer (body, headers), or None."""
         self._ensure_listener()
+        self.used = time.monotonic()
         if not self.listening:
             return None
         hit = self.entries.get(key)
@@ -54,6 +57,7 @@ class StatusCache:
     def mark(self) -> int | None:
         """Before making an answer: the generation it must still be at to be kept (None: do not keep)."""
         self._ensure_listener()
+        self.used = time.monotonic()
         return self.generation if self.listening else None
 
     def put(self, key: tuple, mark: int | None, body: bytes, headers: dict) -> None:
@@ -101,6 +105,12 @@ class StatusCache:
                 while True:
                     select.select([conn.fileno()], [], [], 5.0)  # a notification came, or 5 s passed
                     conn.execute("SELECT 1")  # reads what came (the handler empties the cache); raises if dead
+                    with self.lock:
+                        if time.monotonic() - self.used > IDLE_S:  # nobody polls: give the connection back
+                            self.listening, self.pid, self.entries = False, None, {}
+                            self.generation += 1
+                            conn.close()
+                            return
             except Exception as exc:  # the database went away, or the triggers are missing: serve uncached
                 if self.listening:
                     log.warning("status cache off until the database answers again: %s", exc)
@@ -112,6 +122,10 @@ class StatusCache:
                     except Exception:
                         pass
                 time.sleep(60 * RECONNECT_S if isinstance(exc, MissingTriggers) else RECONNECT_S)
+                with self.lock:
+                    if time.monotonic() - self.used > IDLE_S:
+                        self.pid = None  # nobody polls: stop trying; the next poll starts another listener
+                        return
 
 
 class MissingTriggers(RuntimeError):

@@ -138,3 +138,13 @@ def test_without_the_triggers_nothing_is_kept(pg_app):
     assert cache.mark() is None
     time.sleep(0.5)
     assert not cache.listening and cache.mark() is None
+
+
+def test_an_unused_listener_gives_its_connection_back_and_the_next_poll_starts_another(pg_app, course):
+    client = pg_app.test_client()
+    sid = upload(client, course.alice, REFERENCE).get_json()["id"]
+    cache = listening(pg_app, client, sid, course.alice)
+    cache.used -= 2 * status_cache.IDLE_S  # as if nobody had polled for a minute
+    until(lambda: cache.pid is None, "the idle listener stopping", timeout=15)
+    assert not cache.listening and not cache.entries
+    listening(pg_app, client, sid, course.alice)  # the next poll starts a new listener

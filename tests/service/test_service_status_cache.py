@@ -9,7 +9,7 @@ from sqlalchemy import update
 from grader.app import status_cache
 from grader.app.db import get_db
 from grader.app.models import Submission
-from .svc_helpers import Course
+from .svc_helpers import Course, empty_tables, make_app, make_course
 from .test_service_api import REFERENCE, upload
 from .test_service_status import statements, status
 
@@ -17,10 +17,18 @@ pytestmark = pytest.mark.service
 
 
 @pytest.fixture
-def pg_app(app):
-    if get_db(app).is_sqlite:
-        pytest.skip("the status cache is PostgreSQL's (NOTIFY)")
-    return app
+def pg_app(pg_url, tmp_path, monkeypatch):
+    """The app on the session's PostgreSQL database, emptied (the status cache is PostgreSQL's: NOTIFY)."""
+    monkeypatch.setenv("GRADER_INSTANCE_PATH", str(tmp_path / "instance"))
+    application = make_app(pg_url, tmp_path)
+    empty_tables(application)
+    yield application
+    get_db(application).engine.dispose()
+
+
+@pytest.fixture
+def course(pg_app) -> Course:
+    return make_course(pg_app)
 
 
 def listening(app, client, sid, token) -> status_cache.StatusCache:

@@ -478,10 +478,10 @@ def run_group(stages, job_dir, probes, blobs, max_blob, channel, baseline, outpu
                 kill(pid, signal.SIGKILL)
             except OSError:
                 pass
-        if not state["exited"] and index < len(stages):
-            _, state["status"] = os.waitpid(pid, 0)  # how it ended decides the stage's status
-        # else: every stage has its result; the killed child is left to the sandbox's init to reap while the next
-        # stages run (its teardown off the grading's path)
+        if not state["exited"]:
+            # reaped here, always: without bwrap's namespace an orphan goes to the machine's PID 1, which may never
+            # reap it, and a zombie counts against the uid's process limit in every later run
+            _, state["status"] = os.waitpid(pid, 0)
         os.close(read_fd)
     if index < len(stages):
         stage = stages[index]

@@ -23,7 +23,7 @@ REPORT = make_report({"gradient_path": "fail", "causality": "pass", "rope": "pas
 @pytest.fixture
 def cli(monkeypatch, tmp_path):
     """Run `grader check` in-process on a fixed report (no sandbox), with the test rubric at tmp_path/r.toml."""
-    monkeypatch.setattr(grader.judge, "grade_file", lambda path, options, on_event=None: json.loads(json.dumps(REPORT)))
+    monkeypatch.setattr(grader.judge, "grade_file", lambda path, options, on_event=None, **_: json.loads(json.dumps(REPORT)))
     (tmp_path / "r.toml").write_text(RUBRIC)
     return lambda *args: CliRunner().invoke(grader.cli.main, ["check", SUBMISSION, *args])
 

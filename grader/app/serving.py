@@ -6,6 +6,10 @@ from gunicorn.app.base import BaseApplication
 from .db import get_db
 
 THREADS = 4  # per worker process: a request waiting on the database leaves the core to another
+# How long a stopping server lets requests in flight finish before its workers are killed. gunicorn's default (30 s)
+# is longer than `docker stop` waits before SIGKILL (10 s), and one stalled upload holds the whole stop that long
+# (a CI run waited > 30 s; tests/service/test_service_stop.py). Every request here is short.
+GRACEFUL_S = 8
 
 
 class Gunicorn(BaseApplication):
@@ -41,7 +45,7 @@ def serve(app, host: str, port: int, workers: int | None = None, threads: int | 
     # page-paced polls p99 ~200 ms with sync, ~16 ms with threads); threads also keep pollers' connections alive,
     # and a slow client ties up one thread rather than a whole worker process.
     options = {"bind": f"{host}:{port}", "workers": workers or default_workers(), "threads": threads or THREADS,
-               "worker_class": "gthread", "preload_app": True}
+               "worker_class": "gthread", "preload_app": True, "graceful_timeout": GRACEFUL_S}
     if access_log:
         options["accesslog"] = "-"
     Gunicorn(app, options).run()

@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import save as st_save
 
-from .tensors import BadTensors, decode_tensors
+from .tensors import BadTensors, all_finite, decode_tensors
 
 MAX_PARAMETERS = 10_000_000  # numbers in the model: far above the contract's small training configs
 MAX_TENSORS = 1024
@@ -203,7 +203,7 @@ class Trainer:
         if logits is None or tuple(logits.shape) != want or not logits.is_floating_point():
             got = None if logits is None else tuple(logits.shape)
             raise TrainingFailed(f"{where}: the logits have shape {got}, expected {want} (B, T, V)")
-        if not torch.isfinite(logits).all():
+        if not all_finite(logits):
             raise TrainingFailed(f"training diverged: the logits are not finite at step {self.step}")
         grad, present = self._gradients(answer, where)
         self.pending = (self.step, logits)
@@ -241,10 +241,11 @@ class Trainer:
         if set(answer) - {"grads", "has_grad"}:
             raise TrainingFailed(f"{where}: the answer holds tensors the judge did not ask for")
         present = [bool(h) for h in has.tolist()]
-        for (name, value), here in zip(self.unflat(flat).items(), present):
-            if not here:
-                value.zero_()
-        if not torch.isfinite(flat).all():
+        if not all(present):
+            for (name, value), here in zip(self.unflat(flat).items(), present):
+                if not here:
+                    value.zero_()
+        if not all_finite(flat):
             name = next(n for n, v in self.unflat(flat).items() if not torch.isfinite(v).all())
             raise TrainingFailed(f"training diverged: the gradient of `{name}` is not finite at step {self.step}")
         return flat, present

@@ -1,13 +1,15 @@
 """The channel framing and the tensor decoder refuse malformed data instead of trusting it."""
 import json
+import os
 import struct
 
 import pytest
 import torch
 from safetensors.torch import save
 
+from grader.harness import wire
 from grader.harness.wire import FrameError, FrameReader, encode_frame
-from grader.tensors import BadTensors, decode_tensors
+from grader.tensors import BadTensors, all_finite, decode_tensors
 
 
 def test_frames_round_trip_across_chunk_boundaries():
@@ -48,3 +50,38 @@ def _forge(header: dict, payload: bytes) -> bytes:
 def test_decode_refuses(blob, needle):
     with pytest.raises(BadTensors, match=needle):
         decode_tensors(blob)
+
+
+# ---- the training step's fast paths (issue 19) -------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16])
+@pytest.mark.parametrize("poison,finite", [(None, True), ("inf", False), ("-inf", False), ("nan", False),
+                                           ("inf,-inf", False)])
+def test_all_finite_agrees_with_isfinite(dtype, poison, finite):
+    t = torch.randn(70_000, dtype=torch.float64).to(dtype)
+    for i, value in enumerate((poison or "").split(",") if poison else []):
+        t[i * 1000] = float(value)
+    assert all_finite(t) is finite is bool(torch.isfinite(t).all())
+
+
+def test_all_finite_is_not_fooled_by_a_finite_sum_that_overflows():
+    huge = torch.full((10,), torch.finfo(torch.float64).max, dtype=torch.float64)  # finite values whose float64 sum is inf
+    assert all_finite(huge) is True
+    assert all_finite(torch.full((10,), 3e38, dtype=torch.float32)) is True
+
+
+def test_a_widened_pipe_holds_a_training_step_in_one_write():
+    read_fd, write_fd = os.pipe()
+    try:
+        wire.widen(write_fd)
+        os.set_blocking(write_fd, False)
+        step = b"x" * 500_000  # the lm track's answer is about 470 kB
+        assert os.write(write_fd, step) == len(step), "the writer would wait on the reader"
+    finally:
+        os.close(read_fd)
+        os.close(write_fd)
+
+
+def test_widen_leaves_what_is_not_a_pipe_alone(tmp_path):
+    with open(tmp_path / "f", "wb") as f:
+        wire.widen(f.fileno())  # no exception: best effort

@@ -291,6 +291,7 @@ class ProcessSandbox(Sandbox):
                "MKL_NUM_THREADS": "1", "TMPDIR": str(scratch)}
         harness = [self.python, "-I", str(job_dir / "harness" / "main.py"), str(job_dir)]
         read_fd, write_fd = os.pipe()
+        wire.widen(read_fd)  # the channel: a training step's answer in one write, not 64 KiB at a time
         pass_fds = [write_fd]
         seccomp_fd = None
         if use_bwrap:
@@ -325,6 +326,7 @@ class ProcessSandbox(Sandbox):
             if proc is None and cgroup is not None:
                 cgroup.remove()
         run.proc = proc
+        wire.widen(proc.stdin.fileno())  # the judge's replies (a training step's weights) in one write
         run.collector = FrameCollector(os.fdopen(read_fd, "rb", buffering=0), limits.output_mb << 20,
                                        run.forward, run.since_spawn).start()
         return run

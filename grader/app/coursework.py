@@ -221,8 +221,10 @@ def manual_history(s: Session, sub: Submission) -> list[tuple[ManualGrade, str]]
 
 def released_keys(s: Session, assignment: Assignment) -> set[str]:
     """Item and category ids students of the assignment see in full now (a release is a level "full")."""
-    from .visibility import level_now, stored_rules
-    return {key for key, rule in stored_rules(s, assignment).items() if level_now(rule) == "full"}
+    from .visibility import current_due, level_now, stored_rules
+    stored = stored_rules(s, assignment)
+    due = current_due(s, assignment, stored)
+    return {key for key, rule in stored.items() if level_now(rule, due=due) == "full"}
 
 
 def set_releases(s: Session, assignment: Assignment, keys, instructor: Instructor | None) -> set[str]:

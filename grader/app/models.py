@@ -3,8 +3,8 @@ attempts, results and their scores; instructor accounts, uploaded reports, manua
 feedback visibility, releases and rate events."""
 from datetime import datetime, timezone
 
-from sqlalchemy import (JSON, DateTime, Float, ForeignKey, Index, Integer, LargeBinary, MetaData, String, Text,
-                        UniqueConstraint)
+from sqlalchemy import (JSON, Boolean, DateTime, Float, ForeignKey, Index, Integer, LargeBinary, MetaData, String, Text,
+                        UniqueConstraint, false)
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, query_expression, relationship
 
@@ -257,6 +257,9 @@ class FeedbackRule(Base):
     level: Mapped[str] = mapped_column(String(16))  # FEEDBACK_LEVELS
     later_level: Mapped[str | None] = mapped_column(String(16))
     switch_at: Mapped[datetime | None] = mapped_column(DateTime)  # naive UTC: later_level from then on
+    # later_level from the assignment's due date, whatever it is by then (switch_at: the due date when saved, kept
+    # for an assignment whose due date is later removed)
+    switch_at_due: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     instructor_id: Mapped[int | None] = mapped_column(ForeignKey("instructors.id"))
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 

@@ -35,12 +35,28 @@ def naive_utc(at: datetime | None) -> datetime | None:
     return at
 
 
-def level_now(rule: FeedbackRule, at: datetime | None = None) -> str:
-    """The rule's level at `at` (naive UTC; default now): later_level from switch_at on."""
+def switch_time(rule: FeedbackRule, due: datetime | None) -> datetime | None:
+    """When the rule's later level starts: the due date `due` (naive UTC) as it is now for a rule set "at the due
+    date", else the date it was given."""
+    if rule.switch_at_due and due is not None:
+        return due
+    return rule.switch_at
+
+
+def level_now(rule: FeedbackRule, at: datetime | None = None, due: datetime | None = None) -> str:
+    """The rule's level at `at` (naive UTC; default now): later_level from its switch time on."""
     at = naive_utc(at) or utcnow()
-    if rule.later_level and rule.switch_at is not None and at >= rule.switch_at:
+    switch = switch_time(rule, due)
+    if rule.later_level and switch is not None and at >= switch:
         return rule.later_level
     return rule.level
+
+
+def current_due(s: Session, assignment: Assignment, stored: dict) -> datetime | None:
+    """The assignment's due date now (naive UTC) if a rule follows it, else None (not looked up)."""
+    if not any(rule.switch_at_due for rule in stored.values()):
+        return None
+    return naive_utc(rules.rules_for(s, assignment).due_at)
 
 
 def default_level(visibility: str) -> str:
@@ -86,7 +102,9 @@ def levels(s: Session, assignment: Assignment, at: datetime | None = None) -> Vi
     cache = s.info.setdefault(CACHE, {}) if at is None else {}
     if assignment.id in cache:
         return cache[assignment.id]
-    rules = {key: level_now(rule, at) for key, rule in stored_rules(s, assignment).items()}
+    stored = stored_rules(s, assignment)
+    due = current_due(s, assignment, stored)
+    rules = {key: level_now(rule, at, due) for key, rule in stored.items()}
     items, checks = resolve(rubric_of(s, assignment), rules)
     cache[assignment.id] = found = Visibility(rules, items, checks)
     return found
@@ -148,14 +166,15 @@ def set_rule(s: Session, assignment: Assignment, key: str, level, later_level=No
     if key not in kinds:
         raise StoreError(f"{key!r} is not an item or category of the assignment's rubric")
     level, later = parse_level(level), parse_level(later_level, "later_level", optional=True)
-    when = due_date(s, assignment) if switch_at == DUE else parse_when(switch_at)
+    at_due = switch_at == DUE
+    when = due_date(s, assignment) if at_due else parse_when(switch_at)
     if (later is None) != (when is None):
         raise StoreError("a later level needs switch_at (when it starts), and switch_at needs later_level")
     row = s.scalar(select(FeedbackRule).where(FeedbackRule.assignment_id == assignment.id, FeedbackRule.key == key))
     if row is None:
         row = FeedbackRule(assignment_id=assignment.id, key=key)
         s.add(row)
-    row.level, row.later_level, row.switch_at = level, later, when
+    row.level, row.later_level, row.switch_at, row.switch_at_due = level, later, when, at_due
     row.instructor_id, row.created_at = (instructor.id if instructor else None), utcnow()
     drop_release(s, assignment, key)
     s.flush()
@@ -186,22 +205,23 @@ def rule_rows(s: Session, assignment: Assignment, at: datetime | None = None) ->
     """For the instructor: each category and item with its default, its rule (if any) and its level now."""
     rubric = rubric_of(s, assignment)
     stored = stored_rules(s, assignment)
+    due = current_due(s, assignment, stored)
     now = levels(s, assignment, at)
     rows = []
     for cat in rubric.categories if rubric is not None else []:
         rows.append(rule_row(cat.id, cat.title, "category", None, default_level(cat.visibility), stored.get(cat.id),
-                             now.rules.get(cat.id) or default_level(cat.visibility), cat.weight))
+                             now.rules.get(cat.id) or default_level(cat.visibility), cat.weight, due=due))
         for item in cat.items:
             rows.append(rule_row(item.id, item.title, "item", item.check, default_level(item.visibility),
-                                 stored.get(item.id), now.items[item.id], item.points, cat.id))
+                                 stored.get(item.id), now.items[item.id], item.points, cat.id, due))
     return rows
 
 
-def rule_row(key, title, kind, check, default, rule, effective, points, category=None) -> dict:
+def rule_row(key, title, kind, check, default, rule, effective, points, category=None, due=None) -> dict:
     return {"key": key, "title": title, "kind": kind, "check": check, "category": category, "points": points,
             "default": default, "level": rule.level if rule else None,
-            "later_level": rule.later_level if rule else None, "switch_at": rule.switch_at if rule else None,
-            "effective": effective}
+            "later_level": rule.later_level if rule else None, "switch_at": switch_time(rule, due) if rule else None,
+            "switch_at_due": bool(rule and rule.switch_at_due), "effective": effective}
 
 
 # ---------------------------------------------------------------- what a student reads

@@ -33,6 +33,7 @@ def assignment_feedback(slug, key, level, later, switch_at):
         return next(r for r in visibility.rule_rows(s, a) if r["key"] == key)
 
     row = or_fail(apply)
-    then = f"; {row['later_level']} from {row['switch_at']:%Y-%m-%d %H:%M} UTC" if row["later_level"] else ""
+    due = " (the due date, following it if it moves)" if row["switch_at_due"] else ""
+    then = f"; {row['later_level']} from {row['switch_at']:%Y-%m-%d %H:%M} UTC{due}" if row["later_level"] else ""
     click.echo(f"{slug} {key}: {row['level'] or 'default (' + row['default'] + ')'}{then}; students see "
                f"{row['effective']} now")

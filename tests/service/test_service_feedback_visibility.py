@@ -151,6 +151,37 @@ def test_a_level_switches_at_its_date(app, course, past, seen):
     assert (rope["level"], rope["later_level"], rope["effective"]) == ("points", "full", seen)
 
 
+def test_a_level_set_at_the_due_date_moves_with_the_due_date(app, course):
+    """Moving the due date later must not release hidden feedback at the old one (it used to copy the date)."""
+    instructor = Course.auth(course.instructor)
+    client = app.test_client()
+
+    def move_due(when):
+        r = client.patch("/api/v1/assignments/cap", headers=instructor, json={"due_at": when.isoformat() + "Z"})
+        assert r.status_code == 200, r.get_json()
+
+    def seen():
+        data = client.get(f"/api/v1/submissions/{sid}/result", headers=Course.auth(course.alice)).data
+        rope = next(r for r in client.get("/api/v1/assignments/cap/feedback", headers=instructor).get_json()["items"]
+                    if r["key"] == "rope")
+        return b"ROPE-DETAIL-4410" in data, rope
+
+    move_due(utcnow() - timedelta(hours=1))
+    r = client.put("/api/v1/assignments/cap/feedback/rope", headers=instructor,
+                   json={"level": "points", "later_level": "full", "switch_at": "due"})
+    assert r.status_code == 200, r.get_json()
+    sid = graded(app, course)
+    shown, rope = seen()
+    assert shown and rope["effective"] == "full" and rope["switch_at_due"] is True, rope
+    later = utcnow() + timedelta(days=7)
+    move_due(later)
+    shown, rope = seen()
+    assert not shown, "the due date moved a week later: the details must be hidden again until then"
+    assert rope["effective"] == "points" and rope["switch_at"] == later.strftime("%Y-%m-%dT%H:%M:%SZ"), rope
+    move_due(utcnow() - timedelta(minutes=5))
+    assert seen()[0], "the due date moved back into the past: the details show"
+
+
 def test_an_items_rule_wins_over_its_categorys_and_a_category_rule_covers_the_rest(app, course):
     set_level(app, "implementation", "hidden")
     set_level(app, "split_heads", "full")
@@ -224,8 +255,8 @@ def test_the_cli_sets_a_level_now_and_later_and_back_to_the_default(local_cli):
     grader = local_cli
     assert grader("assignment", "create", "cap", "--due", "2027-01-05T12:00:00Z")[0] == 0
     code, out = grader("assignment", "feedback", "cap", "rope", "points", "--then", "full", "--at", "due")
-    assert code == 0 and out.strip() == "cap rope: points; full from 2027-01-05 12:00 UTC; students see points now", \
-        out
+    assert code == 0 and out.strip() == ("cap rope: points; full from 2027-01-05 12:00 UTC (the due date, following "
+                                         "it if it moves); students see points now"), out
     code, out = grader("assignment", "feedback", "cap", "specification", "summary")
     assert code == 0 and "students see summary now" in out, out
     code, out = grader("assignment", "feedback", "cap", "rope", "default")

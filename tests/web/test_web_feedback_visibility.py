@@ -2,6 +2,8 @@
 hidden check leaks into no student page (result, What to fix, history, live list), the form sets levels now and at
 the due date, and refuses a half-given switch naming the item. The browser test drives the form in Chromium, checks
 it with axe-core and keeps a screenshot in docs/screenshots/."""
+import re
+
 import pytest
 
 from tests.service.svc_cluster import LiveServer
@@ -93,7 +95,10 @@ def test_the_form_switches_at_the_due_date_and_refuses_a_half_given_switch(web_a
     r = save_levels(prof, {"level_rope": "points", "later_rope": "full", "due_rope": "1"})
     assert r.status_code == 303
     text = text_of(prof.get("/instructor/assignments/cap/feedback"))
-    assert "points full from 2026-12-18 23:59 UTC" in text, "at the due date: the rubric policy's deadline"
+    assert "points full from 2026-12-18 23:59 UTC (the due date: it moves with it)" in text, \
+        "at the due date: the rubric policy's deadline, followed if it changes"
+    html = prof.get("/instructor/assignments/cap/feedback").get_data(as_text=True)
+    assert re.search(r'name="due_rope" value="1" checked', html), "the form shows the rule as set: at the due date"
     r = save_levels(prof, {"level_rope": "points", "later_rope": "full", "at_rope": "2027-01-05T09:30"})
     assert "full from 2027-01-05 09:30 UTC" in text_of(prof.get("/instructor/assignments/cap/feedback"))
     save_levels(prof, {})  # every select back to its default: the rule is gone

@@ -56,7 +56,9 @@ def openapi_paths() -> dict:
         "key": {"type": "string"}, "title": {"type": "string"}, "kind": {"enum": ["category", "item"]},
         "check": {"type": ["string", "null"]}, "category": {"type": ["string", "null"]}, "points": {"type": "number"},
         "default": levels, "level": {"type": ["string", "null"]}, "later_level": {"type": ["string", "null"]},
-        "switch_at": {"type": ["string", "null"], "format": "date-time"}, "effective": levels}}
+        "switch_at": {"type": ["string", "null"], "format": "date-time"},
+        "switch_at_due": {"type": "boolean", "description": "switch_at follows the assignment's due date"},
+        "effective": levels}}
     answer = ok({"type": "object", "properties": {"assignment": {"type": "string"},
                                                    "levels": {"type": "array", "items": levels},
                                                    "items": {"type": "array", "items": row}}})

@@ -64,10 +64,14 @@ def save_feedback(slug):
                 changed += 1
             continue
         try:
-            at = visibility.due_date(s, a) if when == visibility.DUE else visibility.parse_when(when, naive_is_utc=True)
-            if (level, later, at if later else None) == (row["level"], row["later_level"], row["switch_at"]):
+            at_due = when == visibility.DUE
+            at = visibility.due_date(s, a) if at_due else visibility.parse_when(when, naive_is_utc=True)
+            if (level, later, at if later else None, at_due and bool(later)) == \
+                    (row["level"], row["later_level"], row["switch_at"], row["switch_at_due"]):
                 continue
-            visibility.set_rule(s, a, key, level, later, at if later else None, instructor())
+            # "at the due date" is kept as such: the switch follows a later change of the due date
+            visibility.set_rule(s, a, key, level, later, (visibility.DUE if at_due else at) if later else None,
+                                instructor())
             changed += 1
         except store.StoreError as exc:
             errors[key] = f"{row['title']}: {exc.message}"

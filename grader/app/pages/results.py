@@ -90,10 +90,13 @@ def release_dates(s: Session, assignment) -> dict:
     """Item or category id -> since when the assignment's students see it in full (a score's denominator says why):
     when its rule was set, or when its later level "full" began."""
     out = {}
-    for key, rule in visibility.stored_rules(s, assignment).items():
-        if visibility.level_now(rule) == "full":
-            switched = rule.later_level == "full" and rule.switch_at is not None and rule.switch_at <= utcnow()
-            out[key] = rule.switch_at if switched else rule.created_at
+    stored = visibility.stored_rules(s, assignment)
+    due = visibility.current_due(s, assignment, stored)
+    for key, rule in stored.items():
+        if visibility.level_now(rule, due=due) == "full":
+            switch = visibility.switch_time(rule, due)
+            switched = rule.later_level == "full" and switch is not None and switch <= utcnow()
+            out[key] = switch if switched else rule.created_at
     return out
 
 

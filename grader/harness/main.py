@@ -340,8 +340,9 @@ def fresh_submission(path: str, code):
     return module
 
 
-def group_main(stages, job_dir, write_fd, blobs, probes, baseline):
-    """Run the stages one after another in this forked child, reporting each on write_fd; never returns."""
+def group_main(stages, job_dir, write_fd, blobs, probes, baseline, ack_fd):
+    """Run the stages one after another in this forked child, reporting each on write_fd and waiting on ack_fd for
+    the parent to have passed the report on; never returns."""
     send = lambda header, blob=b"": wire.write_frame(write_fd, header, blob)  # noqa: E731
     path = os.path.join(job_dir, "submission.py")
     code = None
@@ -349,8 +350,10 @@ def group_main(stages, job_dir, write_fd, blobs, probes, baseline):
         os.setsid()
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
-        os.closerange(3, write_fd)
-        os.closerange(write_fd + 1, 1 << 16)
+        low, high = sorted((write_fd, ack_fd))
+        os.closerange(3, low)
+        os.closerange(low + 1, high)
+        os.closerange(high + 1, 1 << 16)
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (LOG_LIMIT, LOG_LIMIT))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
@@ -387,9 +390,11 @@ def group_main(stages, job_dir, write_fd, blobs, probes, baseline):
             del module, tensors, inputs
             flush_std()  # the parent reads this stage's output file as soon as its result comes
             send({"type": "result", "index": index, "outcome": "ok", "facts": facts}, blob)
+            wait_ack(ack_fd)
         except probes.Violation as exc:
             flush_std()
             send({"type": "result", "index": index, "outcome": "violation", "message": str(exc)[:1000]})
+            wait_ack(ack_fd)
         except BaseException as exc:  # the sandbox boundary: any student failure becomes a status
             outcome = "oom" if is_oom(exc) else "error"
             message = f"{type(exc).__name__}: {exc}"[:1000]
@@ -399,7 +404,19 @@ def group_main(stages, job_dir, write_fd, blobs, probes, baseline):
                       "traceback": student_frames(exc, path)})
             except BaseException:
                 os._exit(71)  # our own pipe is gone: the parent sees this stage end without a result
+            wait_ack(ack_fd)
     os._exit(0)
+
+
+def wait_ack(ack_fd: int) -> None:
+    """Block until the parent has passed the stage's verdict on: a next stage that kills the parent cannot take this
+    verdict with it (unread in the pipe, it would be lost). No parent: nothing more to run for."""
+    try:
+        if os.read(ack_fd, 1):
+            return
+    except BaseException:
+        pass
+    os._exit(72)
 
 
 def flush_std() -> None:
@@ -415,11 +432,14 @@ def run_group(stages, job_dir, probes, blobs, max_blob, channel, baseline, outpu
     """Run the stages in one forked child; send each stage_end as it comes. Returns (index of the stage that did not
     finish or len(stages), its header) once the child is done or was killed."""
     read_fd, write_fd = os.pipe()
+    ack_r, ack_w = os.pipe()  # the parent's "passed on" after each result
     pid = os.fork()
     if pid == 0:
         os.close(read_fd)
-        group_main(stages, job_dir, write_fd, blobs, probes, baseline)
+        os.close(ack_w)
+        group_main(stages, job_dir, write_fd, blobs, probes, baseline, ack_r)
     os.close(write_fd)
+    os.close(ack_r)
     if after_fork is not None:
         after_fork()
     reader = wire.FrameReader(max_blob)
@@ -462,6 +482,10 @@ def run_group(stages, job_dir, probes, blobs, max_blob, channel, baseline, outpu
                         cpu_start = child_cpu_seconds(pid) or cpu_start
                         if index < len(stages):
                             wire.write_frame(channel, {"type": "stage_start", "stage": stages[index]["key"]})
+                        try:
+                            os.write(ack_w, b"a")
+                        except OSError:
+                            pass  # the child is gone: the loop finds out
                 continue
             if data == b"":
                 break
@@ -484,6 +508,7 @@ def run_group(stages, job_dir, probes, blobs, max_blob, channel, baseline, outpu
             # reap it, and a zombie counts against the uid's process limit in every later run
             _, state["status"] = os.waitpid(pid, 0)
         os.close(read_fd)
+        os.close(ack_w)
     if index < len(stages):
         stage = stages[index]
         log_path = os.path.join(job_dir, "scratch", stage["key"], "output.txt")

@@ -82,35 +82,55 @@ KILL = next((p for p in ("/usr/bin/kill", "/bin/kill") if os.access(p, os.X_OK))
 SETPRIV = next((p for p in ("/usr/bin/setpriv", "/bin/setpriv") if os.access(p, os.X_OK)), None)
 
 
-def kill_uid(uid: int) -> None:
-    """Kill every process of the sandbox uid, daemons that left our process group included."""
-    for _ in range(3):  # a fork racing the kill survives one round, not three
-        if KILL is not None:
-            # kill(2) of -1 as that uid, by a small program spawned as it: forking the worker (torch loaded) to do it
-            # took 25-95 ms a fork, six forks a grading (issue 19)
-            # (setpriv changes the uid after the exec, so the spawn can use vfork; Popen(user=) cannot)
-            as_uid = dict(user=uid, group=uid, extra_groups=[]) if SETPRIV is None else {}
-            prefix = [] if SETPRIV is None else [SETPRIV, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"]
-            try:
-                # no timeout: Popen.wait with one polls in sleeps (ms each); kill(2) does not block
-                subprocess.run([*prefix, KILL, "-KILL", "-1"], env={}, stdin=subprocess.DEVNULL,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **as_uid)
-                continue
-            except (OSError, subprocess.SubprocessError):
-                pass
-        pid = os.fork()
-        if pid == 0:
-            try:
-                os.setuid(uid)
-                os.kill(-1, signal.SIGKILL)  # as that uid, -1 means every process it owns
-            finally:
-                os._exit(0)
-        os.waitpid(pid, 0)
+def kill_uid(uid: int, settle_s: float = 0.5) -> list[int]:
+    """Kill every process of the sandbox uid, daemons that left our process group included, and wait (at most
+    settle_s) until none is left, zombies included; the pids still alive at the end."""
+    _kill_all_as(uid)
+    rounds, deadline, pause = 1, time.monotonic() + settle_s, 0.001
+    while True:
+        live, dead = uid_processes(uid, zombies=True)
+        if not (live or dead):
+            return []
+        if live and rounds < 5:  # a fork racing one kill is caught by the next
+            _kill_all_as(uid)
+            rounds += 1
+            continue
+        # A zombie or a dying process still counts against the uid's process limit: the next run of this uid could
+        # not fork. Its parent (or the namespace's init) reaps it a moment later.
+        if time.monotonic() > deadline:
+            return live
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
 
 
-def uid_processes(uid: int) -> list[int]:
-    """Pids of live (non-zombie) processes owned by uid."""
-    pids = []
+def _kill_all_as(uid: int) -> None:
+    """kill(2) of -1 with SIGKILL as the uid: every process it owns."""
+    if KILL is not None:
+        # by a small program spawned as the uid: forking the worker (torch loaded) to do it took 25-95 ms a fork,
+        # six forks a grading (issue 19)
+        # (setpriv changes the uid after the exec, so the spawn can use vfork; Popen(user=) cannot)
+        as_uid = dict(user=uid, group=uid, extra_groups=[]) if SETPRIV is None else {}
+        prefix = [] if SETPRIV is None else [SETPRIV, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"]
+        try:
+            # no timeout: Popen.wait with one polls in sleeps (ms each); kill(2) does not block
+            subprocess.run([*prefix, KILL, "-KILL", "-1"], env={}, stdin=subprocess.DEVNULL,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **as_uid)
+            return
+        except (OSError, subprocess.SubprocessError):
+            pass
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setuid(uid)
+            os.kill(-1, signal.SIGKILL)  # as that uid, -1 means every process it owns
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+
+
+def uid_processes(uid: int, zombies: bool = False):
+    """Pids of live (non-zombie) processes owned by uid; with zombies=True, (live pids, zombie pids)."""
+    pids, dead = [], []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -119,10 +139,11 @@ def uid_processes(uid: int) -> list[int]:
                 status = fh.read()
         except OSError:
             continue
+        # the status file's Uid, not the /proc entry's owner: a non-dumpable process's entry belongs to root
         fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
-        if fields.get("Uid", "").split()[:1] == [str(uid)] and not fields.get("State", "").strip().startswith("Z"):
-            pids.append(int(entry))
-    return pids
+        if fields.get("Uid", "").split()[:1] == [str(uid)]:
+            (dead if fields.get("State", "").strip().startswith("Z") else pids).append(int(entry))
+    return (pids, dead) if zombies else pids
 
 
 def sweep_files(uid: int) -> tuple[list[str], list[str]]:
@@ -156,12 +177,11 @@ def sweep_files(uid: int) -> tuple[list[str], list[str]]:
 
 def sweep_uid(uid: int) -> tuple[list[str], list[str]]:
     """Kill the uid's processes, remove its files and SysV IPC objects: (removed, failures); no failure = clean."""
-    kill_uid(uid)
+    survivors = kill_uid(uid)
     removed, failed = sweep_files(uid)
     ipc_removed, ipc_failed = sweep_sysv(uid)
     failed += ipc_failed
-    survivors = uid_processes(uid)
-    if survivors:
+    if survivors:  # none left means none: only the uid could have started another, and it had no process
         time.sleep(0.1)  # a process in uninterruptible sleep dies a moment after SIGKILL
         survivors = uid_processes(uid)
     failed += [f"process {pid} survived SIGKILL" for pid in survivors]
@@ -379,15 +399,16 @@ class ProcessSandbox(Sandbox):
                           killed_kind=kind, ahead_s=round(go_at - run.spawned_at, 3) if ahead else 0.0)
 
     def _cleanup(self, proc, uid, cgroup):
-        """Kill the process group, the cgroup and every process the uid still has; sweep its files; remove the cgroup."""
+        """Kill the process group and the cgroup, then every process the uid still has; sweep its files; remove the
+        cgroup."""
         try:
             os.killpg(proc.pid, signal.SIGKILL)
         except OSError:
             pass
         if cgroup is not None:
             cgroup.kill()
-        if uid is not None:
-            kill_uid(uid)
+        # proc leads its own session (start_new_session), and a session leader cannot leave its group (setpgid:
+        # EPERM), so killpg reached it; what of the uid left the group, sweep_uid kills below
         proc.wait()
         stats = {}
         if cgroup is not None:

@@ -32,6 +32,18 @@ def base_env(tmp_path) -> dict:
     return env
 
 
+def start_serve(tmp_path) -> tuple[subprocess.Popen, int, dict]:
+    """`grader serve` with 2 workers on a fresh SQLite instance under tmp_path, its output in serve.log: (process,
+    port, its environment); the caller waits for it to answer."""
+    env = base_env(tmp_path)
+    env["GRADER_DATABASE_URL"] = f"sqlite:///{tmp_path}/instance/grader.sqlite"
+    port = free_port()
+    with open(tmp_path / "serve.log", "wb") as log:
+        proc = subprocess.Popen([str(BIN / "grader"), "serve", "--port", str(port), "--workers", "2"], env=env,
+                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    return proc, port, env
+
+
 # ---------------------------------------------------------------- the key
 
 @pytest.mark.parametrize("how", ["env-dev", "env-change-me", "config-dev", "env-short"])
@@ -48,12 +60,7 @@ def test_grader_serve_refuses_a_placeholder_key(tmp_path, how):
 
 
 def test_a_fresh_instance_gets_a_random_0600_key_that_serve_uses(tmp_path):
-    env = base_env(tmp_path)
-    env["GRADER_DATABASE_URL"] = f"sqlite:///{tmp_path}/instance/grader.sqlite"
-    port = free_port()
-    with open(tmp_path / "serve.log", "wb") as log:
-        proc = subprocess.Popen([str(BIN / "grader"), "serve", "--port", str(port), "--workers", "2"], env=env,
-                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    proc, port, env = start_serve(tmp_path)
     try:
         def up():
             assert proc.poll() is None, (tmp_path / "serve.log").read_text()

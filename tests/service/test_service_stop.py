@@ -6,25 +6,19 @@ more than 30 s for the server to go. A real server, real sockets: two uploads an
 import os
 import signal
 import socket
-import subprocess
 import time
 
 from grader.app.serving import GRACEFUL_S
 
-from .svc_cluster import BIN, free_port, wait_for
-from .test_service_instance import base_env
+from .svc_cluster import wait_for
+from .test_service_instance import start_serve
 
 DOCKER_STOP_WINDOW_S = 10
 
 
 def test_a_stalled_upload_holds_the_stop_no_longer_than_the_grace_period(tmp_path):
     assert GRACEFUL_S < DOCKER_STOP_WINDOW_S, "the grace period must end before docker's SIGKILL"
-    env = base_env(tmp_path)
-    env["GRADER_DATABASE_URL"] = f"sqlite:///{tmp_path}/instance/grader.sqlite"
-    port = free_port()
-    with open(tmp_path / "serve.log", "wb") as log:
-        proc = subprocess.Popen([str(BIN / "grader"), "serve", "--port", str(port), "--workers", "2"], env=env,
-                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    proc, port, _ = start_serve(tmp_path)
     stalled = []
     try:
         def up():

@@ -99,6 +99,15 @@ def receiver(fd: int, max_blob: int):
     return receive
 
 
+def close_fds_except(*keep: int) -> None:
+    """Close every descriptor above stdio but those in keep."""
+    low = 3
+    for fd in sorted(keep):
+        os.closerange(low, fd)
+        low = fd + 1
+    os.closerange(low, 1 << 16)
+
+
 def child_main(stage, job_dir, write_fd, inputs_blob, prev_blob, probes, max_blob):
     """Run one stage in this forked child and report on write_fd; never returns."""
     send = lambda header, blob=b"": wire.write_frame(write_fd, header, blob)  # noqa: E731
@@ -116,8 +125,7 @@ def child_main(stage, job_dir, write_fd, inputs_blob, prev_blob, probes, max_blo
         os.dup2(log, 1)
         os.dup2(log, 2)
         # Nothing but stdio and our own pipe survives into student code.
-        os.closerange(3, write_fd)
-        os.closerange(write_fd + 1, 1 << 16)
+        close_fds_except(write_fd)
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         budget = float(stage["budget_s"])
         resource.setrlimit(resource.RLIMIT_CPU, (int(budget) + 2, int(budget) + 3))
@@ -350,10 +358,7 @@ def group_main(stages, job_dir, write_fd, blobs, probes, baseline, ack_fd):
         os.setsid()
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
-        low, high = sorted((write_fd, ack_fd))
-        os.closerange(3, low)
-        os.closerange(low + 1, high)
-        os.closerange(high + 1, 1 << 16)
+        close_fds_except(write_fd, ack_fd)
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (LOG_LIMIT, LOG_LIMIT))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
@@ -390,11 +395,9 @@ def group_main(stages, job_dir, write_fd, blobs, probes, baseline, ack_fd):
             del module, tensors, inputs
             flush_std()  # the parent reads this stage's output file as soon as its result comes
             send({"type": "result", "index": index, "outcome": "ok", "facts": facts}, blob)
-            wait_ack(ack_fd)
         except probes.Violation as exc:
             flush_std()
             send({"type": "result", "index": index, "outcome": "violation", "message": str(exc)[:1000]})
-            wait_ack(ack_fd)
         except BaseException as exc:  # the sandbox boundary: any student failure becomes a status
             outcome = "oom" if is_oom(exc) else "error"
             message = f"{type(exc).__name__}: {exc}"[:1000]
@@ -404,7 +407,7 @@ def group_main(stages, job_dir, write_fd, blobs, probes, baseline, ack_fd):
                       "traceback": student_frames(exc, path)})
             except BaseException:
                 os._exit(71)  # our own pipe is gone: the parent sees this stage end without a result
-            wait_ack(ack_fd)
+        wait_ack(ack_fd)
     os._exit(0)
 
 

@@ -88,7 +88,7 @@ def kill_uid(uid: int, settle_s: float = 0.5) -> list[int]:
     _kill_all_as(uid)
     rounds, deadline, pause = 1, time.monotonic() + settle_s, 0.001
     while True:
-        live, dead = uid_processes(uid, zombies=True)
+        live, dead = uid_process_states(uid)
         if not (live or dead):
             return []
         if live and rounds < 5:  # a fork racing one kill is caught by the next
@@ -128,8 +128,13 @@ def _kill_all_as(uid: int) -> None:
     os.waitpid(pid, 0)
 
 
-def uid_processes(uid: int, zombies: bool = False):
-    """Pids of live (non-zombie) processes owned by uid; with zombies=True, (live pids, zombie pids)."""
+def uid_processes(uid: int) -> list[int]:
+    """Pids of live (non-zombie) processes owned by uid."""
+    return uid_process_states(uid)[0]
+
+
+def uid_process_states(uid: int) -> tuple[list[int], list[int]]:
+    """(live pids, zombie pids) of the processes owned by uid."""
     pids, dead = [], []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -143,7 +148,7 @@ def uid_processes(uid: int, zombies: bool = False):
         fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
         if fields.get("Uid", "").split()[:1] == [str(uid)]:
             (dead if fields.get("State", "").strip().startswith("Z") else pids).append(int(entry))
-    return (pids, dead) if zombies else pids
+    return pids, dead
 
 
 def sweep_files(uid: int) -> tuple[list[str], list[str]]:

@@ -200,8 +200,7 @@ def main(argv=None) -> str:
                  "yes" if cold <= 1.5 * (bare + compute) else "no"]]
     counts = ", ".join(f"{n} of {label}" for label, n in rounds.items())
     note = (f"Best of several rounds each ({counts}; the least disturbed on a shared machine), alternating. "
-            f"grader = a worker's "
-            f"grading (sandbox started ahead of the job); cold = grade_bytes with the sandbox started for the job. "
+            f"grader = a worker's grading (sandbox started ahead of the job); cold = grade_bytes with the sandbox started for the job. "
             f"direct = the checks' own compute in one process, the training verification (training.verify) left "
             f"out: it is counted as overhead. overhead = grader - direct; targets: overhead / direct <= 1.0 for the "
             f"correctness checks, <= 0.10 with training. Load average at the end: "

@@ -35,6 +35,14 @@ def celery_init_app(app) -> Celery:
     return celery_app
 
 
+def preload(app) -> None:
+    """Import what publishing the first job imports (the broker's transport, Celery's event dispatcher), opening
+    no connection: called before gunicorn forks, it spares each web process doing it in its first upload (about
+    0.3 s holding the import lock and the GIL while the other requests wait, bench/NOTES.md)."""
+    app.extensions["celery"].connection_for_write().release()  # kombu connects lazily: this only imports
+    import celery.events.dispatcher  # noqa: F401  (send_task asks for it)
+
+
 def send_grading(app, submission_id: int, task_id: str) -> bool:
     """Publish one job; False (logged) when the broker cannot be reached: the sweeper sends it later."""
     celery_app = app.extensions["celery"]

@@ -1,6 +1,7 @@
 """`grader serve` runs gunicorn (worker processes forked from one app) and answers; --dev keeps Flask's server."""
 import http.client
 import os
+import re
 import signal
 import subprocess
 from pathlib import Path
@@ -94,3 +95,35 @@ def test_grader_serve_access_log_names_each_request(served, tmp_path):
     assert get(port, "/api/v1/health?probe=access-log").status == 200
     wait_for(lambda: "GET /api/v1/health?probe=access-log" in (tmp_path / "serve.log").read_text(), 10,
              what="the request in gunicorn's access log")
+    line = next(x for x in (tmp_path / "serve.log").read_text().splitlines() if "probe=access-log" in x)
+    assert re.search(r'" 200 \d+ .* \d+ms$', line), f"status, size and the worker's time on the request: {line}"
+
+
+PRELOAD = """
+import os, sys
+from grader.app import create_app
+from grader.app.queue import preload
+def sockets():
+    found = 0
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            found += os.readlink(f"/proc/self/fd/{fd}").startswith("socket:")
+        except OSError:
+            pass  # the descriptor listdir itself used
+    return found
+app = create_app({"DATABASE_URL": sys.argv[1], "BROKER_URL": sys.argv[2], "SECRET_KEY": "test-" + "k" * 32})
+before, fresh = sockets(), "kombu.transport.redis" not in sys.modules
+preload(app)
+print(fresh, "kombu.transport.redis" in sys.modules, sockets() - before)
+"""
+
+
+def test_preload_imports_the_broker_transport_before_the_fork_and_connects_to_nothing(tmp_path, monkeypatch):
+    """What `grader serve` runs before forking its workers: the transport is imported (not in each worker's first
+    upload), and nothing is connected, so a broker that is down does not stop the server starting."""
+    monkeypatch.setenv("GRADER_INSTANCE_PATH", str(tmp_path / "instance"))
+    nobody = f"redis://127.0.0.1:{free_port()}/0"  # no server listens there
+    out = subprocess.run([str(BIN / "python"), "-c", PRELOAD, f"sqlite:///{tmp_path}/g.sqlite", nobody],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True", "True", "0"], out.stdout

@@ -156,8 +156,12 @@ def targets(ran: set, quick: bool) -> str:
         rows.append(["6", f"status p99 < 100 ms, {text}", fig(p99, "{:.0f} ms"),
                      verdict(None if p99 is None else p99 < 100), note])
     p99 = 1e3 * pct(w["times"]["status"], 99) if w and w["times"]["status"] else None
+    served = (w or {}).get("server_status_ms")
     row(6, "status p99 < 100 ms, 50 Python client threads during the uploads", fig(p99, "{:.0f} ms"),
-        None if p99 is None else p99 < 100)
+        None if p99 is None else p99 < 100,
+        f"the server's own time on the same polls (its access log): p99 {pct(served, 99):.0f} ms; the rest of what "
+        "the clients measured comes before and after the handling: being accepted and given a thread, and the "
+        "client's own 50 threads, on 2 saturated cores" if served else "")
     th = load("throughput") if "throughput" in ran else None
     b = (th or {}).get("burst")
     if b:

@@ -101,8 +101,9 @@ class MemorySampler:
 
 
 @contextlib.contextmanager
-def service(checks: tuple, students: int, web_workers: int = 2):
-    """PostgreSQL database, Redis, `grader serve` (gunicorn, web_workers processes); yields ctx, with start_workers."""
+def service(checks: tuple, students: int, web_workers: int = 2, access_log: bool = False):
+    """PostgreSQL database, Redis, `grader serve` (gunicorn, web_workers processes, its access log in ctx["web_log"]
+    when asked for); yields ctx, with start_workers."""
     import psycopg
     from tests.service.svc_cluster import Http, RedisServer, Worker, free_port, wait_for
     from tests.service.svc_helpers import PG_ADMIN
@@ -129,7 +130,7 @@ def service(checks: tuple, students: int, web_workers: int = 2):
     port = free_port()
     web_log = open(workdir / "web.log", "wb")
     web = subprocess.Popen([str(ROOT / ".venv" / "bin" / "grader"), "serve", "--port", str(port),
-                            "--workers", str(web_workers)], env=env,
+                            "--workers", str(web_workers), *(["--access-log"] if access_log else [])], env=env,
                            stdout=web_log, stderr=subprocess.STDOUT, start_new_session=True)
     http = Http(f"http://127.0.0.1:{port}")
 
@@ -150,7 +151,8 @@ def service(checks: tuple, students: int, web_workers: int = 2):
     try:
         wait_for(up, 60, what="grader serve to answer")
         yield {"app": app, "http": http, "tokens": tokens, "instructor": instructor, "workers": workers,
-               "start_workers": start_workers, "workdir": workdir, "web_pid": web.pid, "web_workers": web_workers}
+               "start_workers": start_workers, "workdir": workdir, "web_pid": web.pid, "web_workers": web_workers,
+               "web_log": workdir / "web.log"}
     finally:
         for w in workers:
             w.kill()

@@ -262,7 +262,7 @@ def main(argv=None) -> str:
     data = SUBMISSIONS["reference_lm"].read_bytes()
     results, blocks = {}, []
     from web_load import CLIENTS
-    with service(checks, max(n, CLIENTS, n_burst)) as ctx:
+    with service(checks, max(n, CLIENTS, n_burst), access_log=args.web) as ctx:
         if n_burst:  # target 7 first: the bare compute, then the burst on a service nothing else loads
             training = check_set(True, training=True)
             with get_db(ctx["app"]).session() as s:

@@ -5,7 +5,7 @@ import pytest
 
 from grader.judge import Options, grade_bytes
 from grader.sandbox import Limits
-from tests.support.grading import REFERENCES, by_id, explain
+from tests.support.grading import REFERENCES, by_id, explain, grade_started_ahead
 
 pytestmark = pytest.mark.slow
 
@@ -14,11 +14,15 @@ CORRECTNESS = ("split_heads", "attention_sdpa", "rope", "gradient_path", "causal
 
 
 def grade_both(text: str, stage_s: float = 30.0) -> tuple[dict, dict]:
-    """The same submission graded with the checks in one child and with a child per check."""
+    """The same submission graded with the checks in one child and with a child per check. The one-child grading
+    also runs as a worker's does, in a sandbox started ahead whose children were forked before the job came: it
+    must give the very same verdicts."""
     reports = []
     for one_child in (True, False):
         options = Options(only=CORRECTNESS, limits=Limits(stage_s=stage_s), one_child=one_child)
         reports.append(grade_bytes(text.encode(), "submission.py", options))
+    ahead = grade_started_ahead(text, Options(only=CORRECTNESS, limits=Limits(stage_s=stage_s)))
+    assert verdicts(ahead) == verdicts(reports[0]), explain(ahead) + explain(reports[0])
     return reports[0], reports[1]
 
 
@@ -156,3 +160,25 @@ def build_model(config):
     one, per_check = grade_both(lm_with(tail))
     assert by_id(one)["checkpoint_reload"]["status"] == "fail", explain(one)
     assert verdicts(one) == verdicts(per_check), explain(one) + explain(per_check)
+
+
+def test_an_error_in_the_reloads_fresh_child_points_at_the_students_line():
+    # the reload runs in a child of its own (a spare forked ahead, in a sandbox started ahead): the submission's
+    # code there is the judge's compilation, and its traceback must still name the student's file and line
+    tail = """
+_reference_build = build_model
+
+def build_model(config):
+    model = _reference_build(config)
+
+    def refuse(*args, **kwargs):
+        raise ValueError("no reload here")
+    model._load_from_state_dict = refuse
+    return model
+"""
+    one, per_check = grade_both(lm_with(tail))
+    for report in (one, per_check):
+        check = by_id(report)["checkpoint_reload"]
+        assert check["status"] == "error" and "ValueError: no reload here" in check["message"], explain(report)
+        assert check["details"][-1].startswith("line ") and 'raise ValueError("no reload here")' in \
+            check["details"][-1], check["details"]

@@ -348,7 +348,7 @@ def fresh_submission(path: str, code):
     return module
 
 
-def group_main(stages, job_dir, write_fd, blobs, probes, baseline, ack_fd):
+def group_main(stages, job_dir, write_fd, probes, baseline, ack_fd):
     """Run the stages one after another in this forked child, reporting each on write_fd and waiting on ack_fd for
     the parent to have passed the report on; never returns."""
     send = lambda header, blob=b"": wire.write_frame(write_fd, header, blob)  # noqa: E731
@@ -368,6 +368,7 @@ def group_main(stages, job_dir, write_fd, blobs, probes, baseline, ack_fd):
         # CPU: the hard limit is the sum of the stages' own (what forks per stage allowed in all); each stage's
         # soft limit is its own budget (SIGXCPU), and the parent also measures each stage's CPU from outside.
         cpu_hard = int(cpu_seconds()) + sum(int(float(s["budget_s"])) + 3 for s in stages) + 1
+        blobs = [read_inputs(job_dir, s) for s in stages]
     except BaseException:
         os._exit(70)
     for index, stage in enumerate(stages):
@@ -431,18 +432,12 @@ def flush_std() -> None:
             pass
 
 
-def run_group(stages, job_dir, probes, blobs, max_blob, channel, baseline, outputs, after_fork=None):
-    """Run the stages in one forked child; send each stage_end as it comes. Returns (index of the stage that did not
-    finish or len(stages), its header) once the child is done or was killed."""
-    read_fd, write_fd = os.pipe()
-    ack_r, ack_w = os.pipe()  # the parent's "passed on" after each result
-    pid = os.fork()
-    if pid == 0:
-        os.close(read_fd)
-        os.close(ack_w)
-        group_main(stages, job_dir, write_fd, blobs, probes, baseline, ack_r)
-    os.close(write_fd)
-    os.close(ack_r)
+def run_group(stages, spare, max_blob, channel, outputs, after_fork=None):
+    """Run the stages in one child (a spare); send each stage_end as it comes. Returns (index of the stage that did
+    not finish or len(stages), its header) once the child is done or was killed."""
+    job_dir = spare.job_dir
+    spare.order({"run": "group", "stages": stages})
+    pid, read_fd, ack_w = spare.pid, spare.read_fd, spare.order_w  # its order pipe carries the "passed on" after each result
     if after_fork is not None:
         after_fork()
     reader = wire.FrameReader(max_blob)
@@ -524,32 +519,84 @@ def run_group(stages, job_dir, probes, blobs, max_blob, channel, baseline, outpu
     return index, failed
 
 
-LENGTH = 8  # bytes of the length before the blob a waiting child is sent
+LENGTH = 8  # bytes of the length before each message a spare is sent
+SPARES = 2  # forked ahead: a correctness job's shared child and its checkpoint's fresh one
 
 
-def start_waiting(stage, job_dir, probes, inputs_blob, max_blob):
-    """Fork the child of a stage that reads another stage's output now, while the shared child runs: it waits for
-    that output (its length, then its bytes) before anything else, so its fork is off the grading's path."""
-    read_fd, write_fd = os.pipe()
-    go_read, go_write = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(read_fd)
-        os.close(go_write)
-        data = bytearray()
-        try:
-            while len(data) < LENGTH or len(data) < LENGTH + int.from_bytes(data[:LENGTH], "big"):
-                chunk = os.read(go_read, 1 << 20)
-                if not chunk:
-                    os._exit(0)  # not needed: the stage it reads did not finish
-                data += chunk
-        except BaseException:
-            os._exit(0)
-        os.close(go_read)
-        child_main(stage, job_dir, write_fd, inputs_blob, bytes(data[LENGTH:]), probes, max_blob)
-    os.close(write_fd)
-    os.close(go_read)
-    return pid, read_fd, go_write
+def read_exact(fd: int, size: int) -> bytes | None:
+    """size bytes from fd (never more: what follows is the next message), or None if it closes first."""
+    data = bytearray()
+    while len(data) < size:
+        chunk = os.read(fd, size - len(data))
+        if not chunk:
+            return None
+        data += chunk
+    return bytes(data)
+
+
+def read_sized(fd: int) -> bytes | None:
+    """One length-prefixed message from fd, or None if it closes first."""
+    head = read_exact(fd, LENGTH)
+    return None if head is None else read_exact(fd, int.from_bytes(head, "big"))
+
+
+def sized(data: bytes) -> bytes:
+    return len(data).to_bytes(LENGTH, "big") + data
+
+
+class Spare:
+    """A child forked from the clean harness that waits on its order pipe for what to run: a group of stages, or one
+    stage once the output it reads is sent. Forked before the job arrives (a sandbox started ahead waits anyway), or
+    while the shared child runs for a stage that reads its output: either way its fork is off the grading's path."""
+
+    def __init__(self, job_dir, probes, baseline):
+        self.job_dir = job_dir
+        self.read_fd, write_fd = os.pipe()  # its frames
+        order_r, self.order_w = os.pipe()  # its order, then the acks (a group) or the output its stage reads
+        self.pid = os.fork()
+        if self.pid == 0:
+            os.close(self.read_fd)
+            os.close(self.order_w)
+            spare_main(job_dir, write_fd, order_r, probes, baseline)
+        os.close(write_fd)
+        os.close(order_r)
+
+    def order(self, order: dict) -> None:
+        """Tell it what to run (before any student code runs in it, so the pipe is ours)."""
+        wire_write_all(self.order_w, sized(json.dumps(order).encode()))
+
+
+def spare_main(job_dir, write_fd, order_r, probes, baseline):
+    """A spare's life: wait for its order, then run it; exit when no order comes (the harness is gone or did not
+    need it). Never returns."""
+    try:
+        close_fds_except(write_fd, order_r)  # the channel first: only the harness holds it
+        order = read_sized(order_r)
+        order = json.loads(order) if order is not None else None
+    except BaseException:
+        os._exit(0)
+    if order is None:
+        os._exit(0)
+    if order["run"] == "group":
+        group_main(order["stages"], job_dir, write_fd, probes, baseline, order_r)
+    stage = order["stage"]
+    try:
+        inputs_blob = read_inputs(job_dir, stage)
+        prev_blob = read_sized(order_r)  # blocks until the stage it reads has finished
+        if prev_blob is None:
+            os._exit(0)  # not needed: the stage it reads did not finish
+    except BaseException:
+        os._exit(0)
+    os.close(order_r)
+    child_main(stage, job_dir, write_fd, inputs_blob, prev_blob, probes, int(order["max_blob"]))
+
+
+def start_waiting(stage, job_dir, probes, max_blob, spare=None):
+    """A child (the spare given, else one forked now) ordered to run the stage once it is sent the output it
+    reads."""
+    spare = spare or Spare(job_dir, probes, None)
+    spare.order({"run": "stage", "stage": stage, "max_blob": max_blob})
+    return spare.pid, spare.read_fd, spare.order_w
 
 
 def cancel_waiting(handle) -> None:
@@ -569,7 +616,7 @@ def finish_waiting(handle, stage, job_dir, prev_blob, max_blob):
     pid, read_fd, go_write = handle
     started = time.monotonic()
     try:
-        wire_write_all(go_write, len(prev_blob).to_bytes(LENGTH, "big") + prev_blob)
+        wire_write_all(go_write, sized(prev_blob or b""))
     except OSError:
         pass  # it died: read_stage sees how
     finally:
@@ -580,6 +627,11 @@ def finish_waiting(handle, stage, job_dir, prev_blob, max_blob):
         os.close(read_fd)
     log_path = os.path.join(job_dir, "scratch", stage["key"], "output.txt")
     return stage_header(stage, state, time.monotonic() - started, log_path)
+
+
+def take(spares: list):
+    """The next spare forked ahead, or None."""
+    return spares.pop(0) if spares else None
 
 
 def wire_write_all(fd: int, data: bytes) -> None:
@@ -625,6 +677,10 @@ def main(argv):
     # What is loaded so far lives as long as the harness: out of the collector's sight, a check's child neither
     # scans it nor, by touching its headers, copies its pages.
     gc.freeze()
+    baseline = Baseline(torch)
+    # While it waits, a sandbox started ahead also forks the children its job will run in (the shared child and the
+    # checkpoint's fresh one): a fork of this process takes 4-7 ms here, each on the grading's path otherwise.
+    spares = [Spare(job_dir, probes, baseline) for _ in range(SPARES)] if warmed else []
     hello = {"type": "hello", "torch": torch.__version__, "python": sys.version.split()[0],
              "threads": torch.get_num_threads(), "import_s": round(time.monotonic() - started, 4), "pid": os.getpid()}
     wire.write_frame(channel, hello)
@@ -639,19 +695,17 @@ def main(argv):
     stages = job["stages"]
     grouped = [s for s in stages if groupable(s)] if job.get("one_child", True) else []
     alone, restarted = [], None  # the grouped stages that did not finish in the shared child: each alone
-    waiting = {}  # stage key -> a child forked ahead for a stage that reads a grouped stage's output
+    waiting = {}  # stage key -> a spare ordered to run a stage that reads a grouped stage's output
     if len(grouped) > 1:
         keys = {s["key"] for s in grouped}
 
-        def fork_waiting():  # while the shared child runs: the harness's fork overlaps the checks
+        def fork_waiting():  # while the shared child runs: a fork the harness needs then overlaps the checks
             for stage in stages:
                 if stage.get("input_from") in keys and not stage.get("interactive") \
                         and not stage.get("params", {}).get("substitute"):
-                    waiting[stage["key"]] = start_waiting(stage, job_dir, probes, read_inputs(job_dir, stage),
-                                                          max_blob)
-        blobs = [read_inputs(job_dir, s) for s in grouped]
-        done, failed = run_group(grouped, job_dir, probes, blobs, max_blob, channel, Baseline(torch), outputs,
-                                 fork_waiting)
+                    waiting[stage["key"]] = start_waiting(stage, job_dir, probes, max_blob, take(spares))
+        spare = take(spares) or Spare(job_dir, probes, baseline)
+        done, failed = run_group(grouped, spare, max_blob, channel, outputs, fork_waiting)
         if failed is not None:
             if failed["status"] in ("timeout",):
                 wire.write_frame(channel, failed)  # it had its budget: a hang costs that check once
@@ -678,6 +732,8 @@ def main(argv):
                                        "duration_s": 0.0})
             continue
         prev_blob = outputs.get(source or "")
+        if handle is None and spares and not stage.get("interactive"):
+            handle = start_waiting(stage, job_dir, probes, max_blob, take(spares))
         if handle is not None:
             header, blob = finish_waiting(handle, stage, job_dir, prev_blob, max_blob)
         else:

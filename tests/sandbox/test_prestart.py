@@ -221,6 +221,43 @@ def test_a_waiting_harness_whose_judge_is_gone_exits_by_itself():
     assert gone(prepared) == []
 
 
+def harness_processes(job_dir) -> dict:
+    """pid -> (parent pid, argv) of each process running this job's harness: the harness and the children it forked
+    (bwrap and our init carry the harness's path too, but not as the script they run)."""
+    found = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                argv = fh.read().decode().split("\0")
+            with open(f"/proc/{pid}/stat") as fh:
+                parent = int(fh.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        if argv[2:3] == [f"{job_dir}/harness/main.py"]:
+            found[int(pid)] = (parent, argv)
+    return found
+
+
+def test_a_sandbox_started_ahead_forks_its_jobs_children_while_it_waits_and_they_hold_no_channel():
+    # The shared child and the checkpoint's fresh one are forked before the job comes (grader/harness/main.py,
+    # Spare); like every child of the harness they must not hold the channel to the judge.
+    prepared = sandbox_for("process").prepare(Limits())
+    try:
+        wait_for_hello(prepared)
+        procs = harness_processes(prepared.job_dir)
+        (harness,) = [pid for pid, (parent, _) in procs.items() if parent not in procs]
+        children = [pid for pid, (parent, _) in procs.items() if parent == harness]
+        assert len(children) == 2 and len(procs) == 3, procs
+        channel = os.readlink(f"/proc/{harness}/fd/{procs[harness][1][4]}")
+        assert channel.startswith("pipe:"), channel
+        for pid in children:
+            held = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
+            assert channel not in held, f"child {pid} holds the channel: {held}"
+    finally:
+        prepared.close()
+    assert gone(prepared) == []
+
+
 WORKER_THAT_DIES = """
 import os, signal
 from grader.sandbox.docker import DockerSandbox

@@ -3,7 +3,7 @@ import json
 from pathlib import Path
 
 from grader.judge import Options, grade_bytes
-from grader.sandbox import Limits
+from grader.sandbox import Limits, Sandbox, make_sandbox
 
 ROOT = Path(__file__).resolve().parents[2]
 SUBMISSIONS = ROOT / "submissions"
@@ -21,6 +21,33 @@ def grade_text(text: str, only=(), skip=(), stage_s: float = 30.0, seed=None) ->
             options.seed = seed
         _cache[key] = grade_bytes(text.encode(), "submission.py", options)
     return _cache[key]
+
+
+class _FirstReady(Sandbox):
+    """A backend whose first prepare() hands out a sandbox it started earlier; later ones start as usual."""
+
+    def __init__(self, inner: Sandbox, first):
+        self.inner, self.first, self.name = inner, first, inner.name
+
+    def run(self, job_dir, limits, wall_s, on_frame=None):
+        return self.inner.run(job_dir, limits, wall_s, on_frame)
+
+    def prepare(self, limits):
+        first, self.first = self.first, None
+        return first or self.inner.prepare(limits)
+
+
+def grade_started_ahead(text: str, options: Options, backend: str = "process") -> dict:
+    """Grade as a worker does: in a sandbox started before the job came, which has imported torch and forked the
+    children the job will run in while it waited (grader/harness/main.py, Spare)."""
+    inner = make_sandbox(backend)
+    ready = _FirstReady(inner, inner.prepare(options.limits))
+    try:
+        assert ready.first.wait_ready(120), "the sandbox started ahead did not import torch within 120 s"
+        return grade_bytes(text.encode(), "submission.py", options, sandbox=ready)
+    finally:
+        if ready.first is not None:
+            ready.first.close()
 
 
 def by_id(report: dict) -> dict:

@@ -17,7 +17,7 @@ from .live import VERDICT, Live
 from .results import CHECK_STATUSES, CheckResult, StageOutcome
 from .rootcause import attribute
 from .sandbox import Limits, Sandbox, make_sandbox
-from .source import Rejected, read_source
+from .source import Rejected, bytecode, read_source
 from .tensors import BadTensors, decode_tensors
 
 
@@ -112,9 +112,14 @@ def finish(report: dict, started: float) -> dict:
 
 
 def write_job(job_dir: Path, text: str, stages, options: Options) -> None:
-    """Lay the job into a prepared job directory: the submission, one safetensors file of inputs per stage, job.json."""
+    """Lay the job into a prepared job directory: the submission (and its bytecode), one safetensors file of inputs
+    per stage, job.json."""
     written = [job_dir / "submission.py", job_dir / "job.json"]
     written[0].write_text(text, encoding="utf-8")
+    code = bytecode(text)
+    if code is not None:
+        written.append(job_dir / "submission.code")  # the harness's CODE_FILE (grader/harness/main.py)
+        written[-1].write_bytes(code)
     for stage in stages:
         path = job_dir / "inputs" / f"{stage.key}.safetensors"
         # own storage each: inputs may be views of one another (a few rows of a batch), which safetensors refuses

@@ -5,14 +5,12 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import torch
-from safetensors.torch import save_file
-
 from . import CONTRACT_VERSION, __version__
 from .checks import ALL_IDS, CHECKS
 from .checks.base import Context
 from .configs import DEFAULT_SEED
 from .frames import STAGE_END, hello_fields, plain, stage_end_problem
+from .harness.tensorbytes import encode_tensors
 from .live import VERDICT, Live
 from .results import CHECK_STATUSES, CheckResult, StageOutcome
 from .rootcause import attribute
@@ -122,9 +120,7 @@ def write_job(job_dir: Path, text: str, stages, options: Options) -> None:
         written[-1].write_bytes(code)
     for stage in stages:
         path = job_dir / "inputs" / f"{stage.key}.safetensors"
-        # own storage each: inputs may be views of one another (a few rows of a batch), which safetensors refuses
-        save_file({k: v.detach().clone(memory_format=torch.contiguous_format) for k, v in stage.job_inputs().items()},
-                  path)
+        path.write_bytes(encode_tensors(stage.job_inputs()))  # views of one another (rows of a batch) are fine
         written.append(path)
     job = {"stages": [{"key": s.key, "probe": s.probe, "params": s.params, "input_from": s.input_from,
                        "interactive": s.trainer is not None,

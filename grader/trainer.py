@@ -11,7 +11,7 @@ import random
 
 import torch
 import torch.nn.functional as F
-from safetensors.torch import save as st_save
+from .harness.tensorbytes import encode_tensors
 
 from .tensors import BadTensors, all_finite, decode_tensors
 
@@ -93,7 +93,7 @@ def flatten(tensors) -> torch.Tensor:
 
 def encode(tensors: dict) -> bytes:
     """Tensors for the sandbox, as safetensors."""
-    return st_save({k: v.detach().contiguous() for k, v in tensors.items()})
+    return encode_tensors(tensors)
 
 
 class Trainer:

@@ -1,4 +1,5 @@
-"""The channel framing and the tensor decoder refuse malformed data instead of trusting it."""
+"""The channel framing and the tensor decoder refuse malformed data instead of trusting it; the tensor encoder
+writes what safetensors reads."""
 import json
 import os
 import struct
@@ -8,6 +9,7 @@ import torch
 from safetensors.torch import save
 
 from grader.harness import wire
+from grader.harness.tensorbytes import encode_tensors
 from grader.harness.wire import FrameError, FrameReader, encode_frame
 from grader.tensors import BadTensors, all_finite, decode_tensors
 
@@ -85,3 +87,25 @@ def test_a_widened_pipe_holds_a_training_step_in_one_write():
 def test_widen_leaves_what_is_not_a_pipe_alone(tmp_path):
     with open(tmp_path / "f", "wb") as f:
         wire.widen(f.fileno())  # no exception: best effort
+
+
+def test_encoded_tensors_read_back_as_they_were_whatever_their_dtype_layout_or_sharing():
+    base = torch.randn(4, 6, dtype=torch.float64)
+    tensors = {"batch": base, "rows": base[1:3, ::2], "transposed": base.t(), "flag": torch.tensor(True),
+               "empty": torch.empty(0, 3), "ids": torch.arange(5), "half": torch.randn(3, dtype=torch.bfloat16),
+               "bytes": torch.arange(4, dtype=torch.uint8), "weight": torch.nn.Parameter(torch.ones(2, 2)),
+               "negated": torch._neg_view(torch.arange(3.0)), "scalar": torch.tensor(2.5, dtype=torch.float32)}
+    back = decode_tensors(encode_tensors(tensors))
+    assert back.keys() == tensors.keys()
+    for name, tensor in tensors.items():
+        expected = tensor.detach().resolve_neg()
+        assert back[name].dtype == expected.dtype and back[name].shape == expected.shape, name
+        assert torch.equal(back[name], expected), name
+    assert back["negated"].tolist() == [-0.0, -1.0, -2.0]
+
+
+def test_what_the_encoder_does_not_know_is_written_by_safetensors_and_refused_as_before():
+    odd = {"complex": torch.ones(2, dtype=torch.complex64)}
+    assert encode_tensors(odd) == save({k: v.contiguous() for k, v in odd.items()})
+    with pytest.raises(BadTensors, match="unsupported dtype"):
+        decode_tensors(encode_tensors(odd))

@@ -9,7 +9,11 @@ import functools
 import torch
 import torch.nn.functional as F
 from safetensors.torch import load as _st_load
-from safetensors.torch import save as _st_save
+
+try:  # in the sandbox the harness's files are top-level modules; in the judge's tests and benchmarks, a package
+    from .tensorbytes import encode_tensors
+except ImportError:
+    from tensorbytes import encode_tensors
 
 # Bound now, before any submission can monkeypatch torch.
 _Tensor = torch.Tensor
@@ -34,8 +38,8 @@ def load_inputs(blob: bytes, prev_blob: bytes | None) -> dict:
 
 
 def dump_outputs(tensors: dict) -> bytes:
-    """Serialise outputs as safetensors (own storage each, so tied weights do not trip the format)."""
-    return _st_save({k: v.detach().cpu().contiguous().clone() for k, v in tensors.items()})
+    """Serialise outputs as safetensors (each from its own values, so tied weights do not trip the format)."""
+    return encode_tensors(tensors)
 
 
 def install_tripwires() -> None:
@@ -366,6 +370,8 @@ def warm_up_training() -> None:
     modules that every training stage's child would otherwise pay again."""
     weight = torch.nn.Parameter(torch.zeros(2, 3))
     _cross_entropy(weight, torch.tensor([0, 2]), ignore_index=1).backward()
+    # the first read and write of safetensors in a process cost about a millisecond each: here, not in each child
+    load_inputs(dump_outputs({"weight": weight}), dump_outputs({"grad": weight.grad}))
 
 
 def build_float32(module, params):

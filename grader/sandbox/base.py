@@ -122,7 +122,7 @@ def wait_for_hello(collector: FrameCollector, timeout_s: float, waiting) -> bool
 
 
 HARNESS_DIR = Path(__file__).resolve().parent.parent / "harness"
-HARNESS_FILES = ("main.py", "probes.py", "wire.py", "reference_parts.py")  # reference_parts: root causes
+HARNESS_FILES = ("main.py", "probes.py", "wire.py", "tensorbytes.py", "reference_parts.py")  # reference_parts: root causes
 
 
 def new_job_dir() -> Path:

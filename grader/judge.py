@@ -186,7 +186,8 @@ def run_in_sandbox(text: str, stages, options: Options, prepared, on_event):
         run = prepared.run(wall, on_frame(on_event, stages))
     finally:
         prepared.close()
-    return collect(run, stages), run_summary(run, options)
+    read = on_event.read() if isinstance(on_event, Live) else {}
+    return collect(run, stages, read), run_summary(run, options)
 
 
 def on_frame(on_event, stages):
@@ -224,8 +225,10 @@ def merge_runs(first: dict, second: dict) -> dict:
     return merged
 
 
-def collect(run, stages) -> dict:
-    """StageOutcomes from the frames; a stage with no frame is 'missing' with the reason."""
+def collect(run, stages, read: dict | None = None) -> dict:
+    """StageOutcomes from the frames; a stage with no frame is 'missing' with the reason. read: the outcomes a Live
+    already read from these very frames (the first stage_end of each stage, by outcome_from), not read again."""
+    read = read or {}
     outcomes, started = {}, set()
     probes = {s.key: s.probe for s in stages}
     for header, blob in run.frames:
@@ -235,7 +238,7 @@ def collect(run, stages) -> dict:
         if header.get("type") == "stage_start":
             started.add(stage)
         if header.get("type") == "stage_end" and stage not in outcomes:
-            outcomes[stage] = outcome_from(header, blob, probes[stage])
+            outcomes[stage] = read[stage] if stage in read else outcome_from(header, blob, probes[stage])
     for stage in stages:
         if stage.key in outcomes:
             continue

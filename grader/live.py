@@ -86,11 +86,17 @@ class Live:
             self.sent.add(check.ID)
             self.on_event({"type": VERDICT, "check": result.to_dict()})
 
+    def read(self) -> dict:
+        """The stage outcomes read so far, each from its stage's first stage_end frame (as grader.judge.collect
+        reads them): the judge takes these rather than decoding the same tensors again after the run."""
+        with self.lock:
+            return dict(self.outcomes)
+
     def close(self) -> None:
         """Stop deciding: the stages have all run, and the judge decides the checks still undecided."""
         with self.lock:
             self.closed = True
-            self.outcomes = {}  # the judge has its own, collected from the same frames
+            self.outcomes = {}  # the judge has them all now (collect)
 
     def finish(self, results: dict) -> None:
         """Send the checks not sent yet (their final results, root causes included), in contract order."""

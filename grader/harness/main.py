@@ -581,9 +581,19 @@ class Spare:
         os.close(write_fd)
         os.close(order_r)
 
+    def alive(self) -> bool:
+        """Still waiting for its order (one killed while it waited, say by the memory limit, is reaped here)."""
+        try:
+            return os.waitpid(self.pid, os.WNOHANG) == (0, 0)
+        except ChildProcessError:
+            return False
+
     def order(self, order: dict) -> None:
         """Tell it what to run (before any student code runs in it, so the pipe is ours)."""
-        wire_write_all(self.order_w, sized(json.dumps(order).encode()))
+        try:
+            wire_write_all(self.order_w, sized(json.dumps(order).encode()))
+        except OSError:
+            pass  # it died: reading its frames finds out how
 
 
 def spare_main(job_dir, write_fd, order_r, probes, baseline):
@@ -650,8 +660,14 @@ def finish_waiting(handle, stage, job_dir, prev_blob, max_blob):
 
 
 def take(spares: list):
-    """The next spare forked ahead, or None."""
-    return spares.pop(0) if spares else None
+    """The next spare forked ahead that still waits, or None."""
+    while spares:
+        spare = spares.pop(0)
+        if spare.alive():
+            return spare
+        os.close(spare.read_fd)
+        os.close(spare.order_w)
+    return None
 
 
 def wire_write_all(fd: int, data: bytes) -> None:

@@ -22,7 +22,7 @@ from grader.sandbox.prestart import Prestarter
 from grader.sandbox.process import uid_processes
 from grader.source import read_source
 from tests.test_known_bad import KNOWN_BAD
-from tests.support.grading import REFERENCES, ROOT
+from tests.support.grading import REFERENCES, ROOT, grade_started_ahead
 from tests.sandbox.support import backend_params, leftovers, require_backend
 from tests.sandbox.support import docker_leftovers as support_docker_leftovers
 
@@ -256,6 +256,20 @@ def test_a_sandbox_started_ahead_forks_its_jobs_children_while_it_waits_and_they
     finally:
         prepared.close()
     assert gone(prepared) == []
+
+
+def test_children_killed_while_the_sandbox_waits_cost_the_job_nothing():
+    # an idle sandbox's forked children could be killed from outside (the memory limit's OOM killer, an operator):
+    # the harness forks others when the job comes
+    def kill_children(prepared):
+        procs = harness_processes(prepared.job_dir)
+        (harness,) = [pid for pid, (parent, _) in procs.items() if parent not in procs]
+        children = [pid for pid, (parent, _) in procs.items() if parent == harness]
+        assert len(children) == 2, procs
+        for pid in children:
+            os.kill(pid, signal.SIGKILL)
+    report = grade_started_ahead(REFERENCES["lm"].read_text(), CORRECTNESS, before=kill_children)
+    assert report["summary"] == {"pass": 9}, report["checks"]
 
 
 WORKER_THAT_DIES = """

@@ -37,13 +37,16 @@ class _FirstReady(Sandbox):
         return first or self.inner.prepare(limits)
 
 
-def grade_started_ahead(text: str, options: Options, backend: str = "process") -> dict:
+def grade_started_ahead(text: str, options: Options, backend: str = "process", before=None) -> dict:
     """Grade as a worker does: in a sandbox started before the job came, which has imported torch and forked the
-    children the job will run in while it waited (grader/harness/main.py, Spare)."""
+    children the job will run in while it waited (grader/harness/main.py, Spare). before(prepared): called once it
+    waits, before the job."""
     inner = make_sandbox(backend)
     ready = _FirstReady(inner, inner.prepare(options.limits))
     try:
         assert ready.first.wait_ready(120), "the sandbox started ahead did not import torch within 120 s"
+        if before is not None:
+            before(ready.first)
         return grade_bytes(text.encode(), "submission.py", options, sandbox=ready)
     finally:
         if ready.first is not None:

@@ -2,6 +2,7 @@
 import os
 
 from gunicorn.app.base import BaseApplication
+from gunicorn.config import AccessLogFormat
 
 from .db import get_db
 from .queue import preload
@@ -13,7 +14,7 @@ THREADS = 4  # per worker process: a request waiting on the database leaves the 
 GRACEFUL_S = 8
 # gunicorn's default line and the time the worker spent on the request (from reading it to the last byte sent; a
 # wait for a free thread comes before and is not in it): bench/web_load.py reads it to tell the server's share.
-ACCESS_LOG_FORMAT = '%(h)s %(l)s %(u)s %(t)s "%(r)s" %(s)s %(b)s "%(f)s" "%(a)s" %(M)sms'
+ACCESS_LOG_FORMAT = AccessLogFormat.default + " %(M)sms"
 
 
 class Gunicorn(BaseApplication):

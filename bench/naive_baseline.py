@@ -58,7 +58,7 @@ def naive_job(text: str, checks: tuple) -> tuple[Path, list[str]]:
                                                   "input_from": s.input_from,
                                                   "hp": training_hp(s.params["track"]) if s.trainer else None}
                                                  for s in stages]))
-    for name in ("probes.py", "tensorbytes.py"):  # the probes and what they import
+    for name in ("probes.py", "tensorbytes.py", "optimizer.py"):  # the probes and what they import
         shutil.copy(ROOT / "grader" / "harness" / name, job / name)
     for name in ("conftest.py", "test_naive.py"):
         shutil.copy(NAIVE_DIR / name, job / name)

@@ -65,7 +65,7 @@ def direct(module, stage) -> tuple[float, list]:
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), hp["clip"])
         opt.step()
-        losses.append(float(loss))
+        losses.append(loss.item())
     return time.perf_counter() - started, losses
 
 
@@ -82,7 +82,7 @@ def graded(text: str, track: str) -> dict:
         raise SystemExit(f"the graded run did not finish: {bad or run.trainer.failure}")
     timings = info["timings"]["stages"]
     return {"run": timings[training.RUN], "verify": timings[training.VERIFY], "wall": wall,
-            "losses": run.trainer.losses, "stage": run}
+            "losses": run.trainer.losses, "stage": run, "ahead": getattr(run.trainer, "speculated", 0)}
 
 
 def bench(track: str, path: Path, repeat: int) -> dict:
@@ -90,8 +90,10 @@ def bench(track: str, path: Path, repeat: int) -> dict:
     text = path.read_text(encoding="utf-8")
     module = import_file(path)
     rows = {k: [] for k in ("direct", "run", "verify", "wall")}
+    ahead = []
     for _ in range(repeat):
         g = graded(text, track)
+        ahead.append(g["ahead"])
         d_wall, d_losses = direct(module, g["stage"])
         gap = max(abs(a - b) for a, b in zip(d_losses, g["losses"]))
         if gap > 1e-3:
@@ -104,6 +106,7 @@ def bench(track: str, path: Path, repeat: int) -> dict:
     print(f"{track}: {path.name}, {steps} steps, {repeat} run(s) each side, medians")
     print(f"  direct, one process           {med['direct']:7.2f} s  (torch's AdamW, no sandbox)")
     print(f"  graded: training.run          {med['run']:7.2f} s  (the judge steps; the sandbox answers)")
+    print(f"  steps the sandbox took itself {min(ahead):7d}    (of {steps}, fewest in a run; the judge sent the others)")
     print(f"  graded: training.verify       {med['verify']:7.2f} s  (fresh sandbox: weights, logits, gradients)")
     print(f"  graded: both sandboxes, wall  {med['wall']:7.2f} s  (with the sandboxes' starts and torch imports)")
     print(f"  ratio (run + verify) / direct {ratio:7.2f}   target <= 1.25: {'met' if ratio <= 1.25 else 'NOT met'}")

@@ -1,18 +1,25 @@
 """The judge's side of training: it keeps the weights and the optimizer; the sandbox only answers its questions.
 
-Each step the judge sends the weights, the sandbox returns the step batch's logits and the gradient of the mean
-cross-entropy; the judge recomputes the loss from the logits (float64), clips the gradient at 1.0 and takes the
-AdamW step itself. The steps it will check later in a fresh sandbox are drawn from randomness the sandbox never
-sees (the grading's secret seed); for those it keeps the weights, logits and gradient. Whatever comes back is
-validated first: a bad answer ends the run with a message naming the step, never an exception in the judge.
+Each step the sandbox returns the step batch's logits and the gradient of the mean cross-entropy at the judge's
+weights; the judge recomputes the loss from the logits (float64), clips the gradient at 1.0 and takes the AdamW step
+itself. The steps it will check later in a fresh sandbox are drawn from randomness the sandbox never sees (the
+grading's secret seed); for those it keeps the weights, logits and gradient. Whatever comes back is validated first:
+a bad answer ends the run with a message naming the step, never an exception in the judge.
+
+The sandbox does not wait for the next weights: it takes the same step on its own copy (grader/harness/optimizer.py)
+and names the weights each answer was computed at by their digest. When the digest is the judge's, the judge says
+"go" at once and takes its own step while the sandbox computes the next one; when it is not, the judge sends its
+weights, the step is redone at them, and the run goes on as before, the judge sending its weights every step. Trust
+is unchanged: what the judge keeps and checks are its own weights, and the fresh sandbox checks the answers at them.
 """
 import hashlib
 import random
 
 import torch
 import torch.nn.functional as F
-from .harness.tensorbytes import encode_tensors
 
+from .harness.optimizer import AdamW, clip_norm, weights_digest
+from .harness.tensorbytes import encode_tensors
 from .tensors import BadTensors, all_finite, decode_tensors
 
 MAX_PARAMETERS = 10_000_000  # numbers in the model: far above the contract's small training configs
@@ -22,18 +29,6 @@ MAX_NAME = 200
 
 class TrainingFailed(Exception):
     """The sandbox's answer cannot be used; the message names the step and the problem."""
-
-
-def clip_norm(flat: torch.Tensor, max_norm: float) -> float:
-    """Scale the flat gradient in place to a norm of at most max_norm, as clip_grad_norm_ does; return the norm
-    before clipping. Summed in chunks below torch's parallel grain in float64, in Python: the same number whatever
-    the number of threads, so the judge's trajectory is the same on every machine."""
-    total = sum(float(chunk.pow(2).sum()) for chunk in flat.double().split(16384))
-    norm = total ** 0.5
-    coef = max_norm / (norm + 1e-6)
-    if coef < 1.0:
-        flat.mul_(coef)
-    return norm
 
 
 def verification_steps(secret: str, label: str, steps: int, count: int) -> list[int]:
@@ -50,50 +45,9 @@ def direction_generator(secret: str, label: str) -> torch.Generator:
     return torch.Generator().manual_seed(int.from_bytes(digest[:7], "big"))
 
 
-class AdamW:
-    """torch.optim.AdamW's update (decoupled weight decay, bias-corrected moments) on one flat tensor of all the
-    parameters, written out: elementwise only, so the same numbers on any machine, a handful of operations a step
-    rather than a handful per parameter, and none of the optimizer package's first-use imports (seconds)."""
-
-    def __init__(self, sizes: list, lr: float, betas, weight_decay: float, eps: float = 1e-8):
-        self.lr, self.betas, self.weight_decay, self.eps = lr, tuple(betas), weight_decay, eps
-        self.spans, start = [], 0
-        for n in sizes:
-            self.spans.append((start, start + n))
-            start += n
-        self.steps = [0] * len(sizes)  # per parameter, as torch counts them: a step without a gradient is none
-        self.m = torch.zeros(start)
-        self.v = torch.zeros(start)
-
-    @torch.no_grad()
-    def step(self, flat: torch.Tensor, grad: torch.Tensor, present: list) -> None:
-        """One update of every parameter that has a gradient (present[i]); the others are left as they are."""
-        for i, has in enumerate(present):
-            self.steps[i] += bool(has)
-        if all(present) and len(set(self.steps)) == 1:  # the usual case: one update of everything at once
-            self._update(flat, grad, self.m, self.v, self.steps[0])
-            return
-        for (a, b), has, step in zip(self.spans, present, self.steps):
-            if has:
-                self._update(flat[a:b], grad[a:b], self.m[a:b], self.v[a:b], step)
-
-    def _update(self, p, g, m, v, step: int) -> None:
-        beta1, beta2 = self.betas
-        p.mul_(1 - self.lr * self.weight_decay)
-        m.lerp_(g, 1 - beta1)
-        v.mul_(beta2).addcmul_(g, g, value=1 - beta2)
-        denom = (v.sqrt() / (1 - beta2 ** step) ** 0.5).add_(self.eps)
-        p.addcdiv_(m, denom, value=-self.lr / (1 - beta1 ** step))
-
-
 def flatten(tensors) -> torch.Tensor:
     """One flat tensor of the given tensors, in order."""
     return torch.cat([t.detach().reshape(-1) for t in tensors])
-
-
-def encode(tensors: dict) -> bytes:
-    """Tensors for the sandbox, as safetensors."""
-    return encode_tensors(tensors)
 
 
 class Trainer:
@@ -115,14 +69,26 @@ class Trainer:
         self.failure: str | None = None
         self.done = False
         self.pending = None  # (step, logits) whose loss is still to be recorded
+        self.speculate = True  # the sandbox steps its own copy of the weights until one differs from the judge's
+        self.expected = ""  # the digest of the judge's weights for the step whose answer is awaited
+        self.speculated = 0  # answers the judge let the sandbox go on from before reading them
 
     # ---- the conversation ----------------------------------------------------------------------------------------
 
     def on_ask(self, header: dict, blob: bytes, reply) -> None:
-        """One question from the sandbox: validate it, take the step, send the next weights (or stop)."""
+        """One question from the sandbox: validate it, take the step, let the sandbox go on (or stop it)."""
         if self.done or self.failure:
             reply({"kind": "stop"})
             return
+        early = self._ahead(header)
+        if early == "redo":
+            # the sandbox's own step gave other weights than the judge's: this answer is at those, so it is not
+            # used; the step is redone at the judge's weights, and the judge sends them every step from now on
+            self.speculate = False
+            reply({"kind": "step", "step": self.step, "speculate": False}, encode_tensors({"weights": self.flat}))
+            return
+        if early:
+            reply(early)  # before this answer is read: the sandbox computes the next step while the judge takes this
         try:
             if header.get("stage") != self.key:
                 raise TrainingFailed(f"an answer came from stage {str(header.get('stage'))[:40]!r}")
@@ -134,12 +100,38 @@ class Trainer:
             self.failure = str(exc)
         except Exception as exc:  # anything the checks above missed is still the answer's fault, never the judge's
             self.failure = f"step {self.step}: the answer could not be used ({type(exc).__name__}: {str(exc)[:200]})"
-        if self.failure or self.done:
-            reply({"kind": "stop"})
-        else:
-            # one flat tensor, parameters in sorted name order: encoding 50 small tensors costs more than a step
-            reply({"kind": "step", "step": self.step}, encode({"weights": self.flat}))
+        if early is None:
+            reply(*self._reply())
+        if self.speculate and not self.done and not self.failure:
+            self.expected = weights_digest(self.flat)  # what the sandbox's own step must give
         self._record_loss()  # after the reply: the sandbox computes the next step meanwhile
+
+    def _reply(self) -> tuple:
+        """The reply after reading an answer: stop, or the weights of the next step (with, for the first, what the
+        sandbox needs to take the same steps itself)."""
+        if self.failure or self.done:
+            return {"kind": "stop"}, b""
+        header = {"kind": "step", "step": self.step}
+        if self.step == 0:
+            header["speculate"] = self.speculate and self._optimizer_hp()
+        # one flat tensor, parameters in sorted name order: encoding 50 small tensors costs more than a step
+        return header, encode_tensors({"weights": self.flat})
+
+    def _ahead(self, header: dict):
+        """The reply to send before reading an answer computed at the judge's weights ("go", or "stop" after the
+        last step); "redo" for an answer computed at other weights; None when the judge replies after reading it."""
+        if not self.speculate or self.step < 0 or header.get("kind") != "grad" or header.get("step") != self.step:
+            return None
+        if header.get("weights") != self.expected:
+            return "redo"
+        self.speculated += 1
+        return {"kind": "stop"} if self.step == self.steps - 1 else {"kind": "go", "step": self.step + 1}
+
+    def _optimizer_hp(self) -> dict:
+        """The clip and AdamW settings the sandbox's own step uses (the training protocol's, nothing secret)."""
+        hp = self.hp
+        return {"lr": float(hp["lr"]), "betas": [float(b) for b in hp["betas"]],
+                "weight_decay": float(hp["weight_decay"]), "clip": float(hp["clip"])}
 
     def max_answer_bytes(self) -> int:
         """The largest answer a step may send: its logits and a gradient per parameter, with room for headers."""

@@ -287,10 +287,11 @@ def run_stage(stage, job_dir, probes, inputs_blob, prev_blob, max_blob, channel)
     os.close(write_fd)
     relay = None
     if stage.get("interactive"):
-        # Only the header's kind and step pass, under this stage's key: the judge validates the rest.
+        # Only the header's kind, step and weights digest pass, under this stage's key: the judge validates the rest.
         relay = lambda header, blob: wire.write_frame(channel, {  # noqa: E731
             "type": "ask", "stage": stage["key"], "kind": str(header.get("kind"))[:20],
-            "step": header.get("step") if isinstance(header.get("step"), int) else -1}, blob)
+            "step": header.get("step") if isinstance(header.get("step"), int) else -1,
+            "weights": str(header.get("weights"))[:64]}, blob)
     try:
         state = read_stage(read_fd, pid, float(stage["budget_s"]), max_blob, relay)
     finally:

@@ -11,8 +11,10 @@ import torch.nn.functional as F
 from safetensors.torch import load as _st_load
 
 try:  # in the sandbox the harness's files are top-level modules; in the judge's tests and benchmarks, a package
+    from .optimizer import AdamW, clip_norm, weights_digest
     from .tensorbytes import encode_tensors
 except ImportError:
+    from optimizer import AdamW, clip_norm, weights_digest
     from tensorbytes import encode_tensors
 
 # Bound now, before any submission can monkeypatch torch.
@@ -344,8 +346,9 @@ PROBES = {
 
 # ---- training and evaluation (checks `training` and `evaluation`) ----------------------------------------------
 # The judge trains: it keeps the weights and runs the optimizer. A training stage here only answers its questions
-# (the initial weights under the judge's seed, then, step by step, logits and gradients at the weights it sends);
-# a later stage in a fresh sandbox answers at weights the judge picked, so the judge can check the answers.
+# (the initial weights under the judge's seed, then, step by step, logits and gradients at the judge's weights,
+# which it takes ahead of the judge with the same optimizer and names by digest); a later stage in a fresh sandbox
+# answers at weights the judge picked, so the judge can check the answers.
 # Bound at import, before any submission runs.
 _cross_entropy = F.cross_entropy
 _no_grad = torch.no_grad
@@ -360,7 +363,17 @@ def open_channel(send, receive) -> None:
 
 def ask(kind: str, step: int, tensors: dict) -> tuple[dict, dict]:
     """Send the judge tensors and wait for its reply: (header, tensors)."""
-    _CHANNEL["send"]({"type": "ask", "kind": kind, "step": step}, dump_outputs(tensors))
+    tell(kind, step, tensors)
+    return hear()
+
+
+def tell(kind: str, step: int, tensors: dict, **extra) -> None:
+    """Send the judge tensors without waiting for its reply."""
+    _CHANNEL["send"]({"type": "ask", "kind": kind, "step": step, **extra}, dump_outputs(tensors))
+
+
+def hear() -> tuple[dict, dict]:
+    """The judge's next reply: (header, tensors)."""
     header, blob = _CHANNEL["receive"]()
     return header, (dict(_st_load(blob)) if blob else {})
 
@@ -417,26 +430,41 @@ def train_logits(model, track, data, idx):
 
 
 def probe_train(module, inputs, params):
-    """Build under the judge's seed and send the initial weights; then, for each step the judge asks, load its
-    weights and send the train-mode logits of the step's batch and the gradient of the mean cross-entropy."""
+    """Build under the judge's seed and send the initial weights; then, for each step, send the train-mode logits of
+    the step's batch and the gradient of the mean cross-entropy at the judge's weights. The judge sends the first
+    weights; the later ones this stage computes itself while the judge checks the answer ("go"), unless the judge
+    sends them (its weights differ from this stage's own step)."""
     track, pad, vocab = params["track"], int(params["config"]["pad_id"]), int(params["vocab_size"])
     model = build_float32(module, params)
     named = dict(sorted(model.named_parameters()))  # the judge's order: weights and gradients travel flat
     header, weights = ask("init", -1, {name: p.detach() for name, p in named.items()})
     model.train()
-    while header.get("kind") == "step":
+    flat, optimizer, clip = None, None, 0.0
+    while header.get("kind") in ("step", "go"):
         step = int(header["step"])
-        unflatten(named, weights["weights"])
+        if header["kind"] == "step":
+            flat = weights["weights"].clone()
+            if "speculate" in header:  # the first weights, or the judge's after this stage's own step differed
+                hp = header["speculate"]
+                optimizer = AdamW([p.numel() for p in named.values()], hp["lr"], hp["betas"],
+                                  hp["weight_decay"]) if hp else None
+                clip = float(hp["clip"]) if hp else 0.0
+        unflatten(named, flat)
         model.zero_grad(set_to_none=True)
         logits, targets = train_logits(model, track, inputs, inputs["batches"][step])
         if logits.shape[-1] != vocab:
             raise Violation(f"the model returned {logits.shape[-1]} logits per position; the config says "
                             f"vocab_size={vocab}")
         _cross_entropy(logits.reshape(-1, vocab).float(), targets.reshape(-1), ignore_index=pad).backward()
-        grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in named.values()]
-        has = torch.tensor([p.grad is not None for p in named.values()], dtype=torch.uint8)
-        header, weights = ask("grad", step, {"logits": logits.detach(), "has_grad": has,
-                                             "grads": torch.cat([g.reshape(-1) for g in grads]).float()})
+        present = [p.grad is not None for p in named.values()]
+        grads = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1)
+                           for p in named.values()]).float()
+        tell("grad", step, {"logits": logits.detach(), "has_grad": torch.tensor(present, dtype=torch.uint8),
+                            "grads": grads}, weights=weights_digest(flat))
+        if optimizer is not None:  # the judge's next weights, computed while it reads this answer
+            clip_norm(grads, clip)
+            optimizer.step(flat, grads, present)
+        header, weights = hear()
     return {}, {}
 
 

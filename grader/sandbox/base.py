@@ -122,7 +122,8 @@ def wait_for_hello(collector: FrameCollector, timeout_s: float, waiting) -> bool
 
 
 HARNESS_DIR = Path(__file__).resolve().parent.parent / "harness"
-HARNESS_FILES = ("main.py", "probes.py", "wire.py", "tensorbytes.py", "reference_parts.py")  # reference_parts: root causes
+# reference_parts: root causes; optimizer: the training step the sandbox takes ahead of the judge
+HARNESS_FILES = ("main.py", "probes.py", "wire.py", "tensorbytes.py", "optimizer.py", "reference_parts.py")
 
 
 def new_job_dir() -> Path:

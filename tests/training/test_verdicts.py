@@ -231,9 +231,9 @@ def test_track_b_perfect_held_out_predictions_are_below_the_floor():
 
 
 def test_the_judges_adamw_and_clip_take_torchs_steps():
-    """grader/trainer.py writes AdamW and the clip out on one flat tensor; torch's AdamW and clip_grad_norm_ on the
-    same gradients land on the same weights (a parameter without a gradient at a step is skipped by both)."""
-    from grader.trainer import AdamW, clip_norm
+    """grader/harness/optimizer.py writes AdamW and the clip out on one flat tensor; torch's AdamW and clip_grad_norm_
+    on the same gradients land on the same weights (a parameter without a gradient at a step is skipped by both)."""
+    from grader.harness.optimizer import AdamW, clip_norm
     gen = torch.Generator().manual_seed(0)
     shapes = [(4, 3), (5,), (2, 2, 2)]
     params = [torch.randn(s, generator=gen).requires_grad_(True) for s in shapes]

@@ -519,11 +519,9 @@ def run_group(stages, spare, max_blob, channel, outputs, after_fork=None):
         # a zombie counts against the uid's process limit in every later run. Once every stage has reported, its
         # status says nothing more: it is reaped after the job's done (its exit, 4-7 ms of a torch fork's teardown,
         # then overlaps the stages after it instead of delaying them).
-        if state["exited"]:
-            pass
-        elif index == len(stages):
+        if not state["exited"] and index == len(stages):
             LATE.append(pid)
-        else:
+        elif not state["exited"]:
             _, state["status"] = os.waitpid(pid, 0)
         os.close(read_fd)
         os.close(ack_w)
@@ -596,6 +594,39 @@ class Spare:
         except OSError:
             pass  # it died: reading its frames finds out how
 
+    def wait_for(self, stage, max_blob: int) -> "Spare":
+        """Order it to run one stage once it is sent the output that stage reads (see finish)."""
+        self.order({"run": "stage", "stage": stage, "max_blob": max_blob})
+        return self
+
+    def finish(self, stage, prev_blob, max_blob: int):
+        """Send it the output its stage reads and turn its fate into a frame, as run_stage does."""
+        started = time.monotonic()
+        try:
+            wire_write_all(self.order_w, sized(prev_blob or b""))
+        except OSError:
+            pass  # it died: read_stage sees how
+        try:
+            state = read_stage(self.read_fd, self.pid, float(stage["budget_s"]), max_blob)
+        finally:
+            self.close()
+        log_path = os.path.join(self.job_dir, "scratch", stage["key"], "output.txt")
+        return stage_header(stage, state, time.monotonic() - started, log_path)
+
+    def cancel(self) -> None:
+        """One whose stage will not run: killed and reaped."""
+        self.close()
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        os.waitpid(self.pid, 0)
+
+    def close(self) -> None:
+        """Close the harness's ends of its pipes."""
+        os.close(self.read_fd)
+        os.close(self.order_w)
+
 
 def spare_main(job_dir, write_fd, order_r, probes, baseline):
     """A spare's life: wait for its order, then run it; exit when no order comes (the harness is gone or did not
@@ -622,52 +653,13 @@ def spare_main(job_dir, write_fd, order_r, probes, baseline):
     child_main(stage, job_dir, write_fd, inputs_blob, prev_blob, probes, int(order["max_blob"]))
 
 
-def start_waiting(stage, job_dir, probes, max_blob, spare=None):
-    """A child (the spare given, else one forked now) ordered to run the stage once it is sent the output it
-    reads."""
-    spare = spare or Spare(job_dir, probes, None)
-    spare.order({"run": "stage", "stage": stage, "max_blob": max_blob})
-    return spare.pid, spare.read_fd, spare.order_w
-
-
-def cancel_waiting(handle) -> None:
-    """A waiting child whose stage will not run."""
-    pid, read_fd, go_write = handle
-    for fd in (read_fd, go_write):
-        os.close(fd)
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except OSError:
-        pass
-    os.waitpid(pid, 0)
-
-
-def finish_waiting(handle, stage, job_dir, prev_blob, max_blob):
-    """Send a waiting child the output it reads and turn its fate into a frame, as run_stage does."""
-    pid, read_fd, go_write = handle
-    started = time.monotonic()
-    try:
-        wire_write_all(go_write, sized(prev_blob or b""))
-    except OSError:
-        pass  # it died: read_stage sees how
-    finally:
-        os.close(go_write)
-    try:
-        state = read_stage(read_fd, pid, float(stage["budget_s"]), max_blob)
-    finally:
-        os.close(read_fd)
-    log_path = os.path.join(job_dir, "scratch", stage["key"], "output.txt")
-    return stage_header(stage, state, time.monotonic() - started, log_path)
-
-
 def take(spares: list):
     """The next spare forked ahead that still waits, or None."""
     while spares:
         spare = spares.pop(0)
         if spare.alive():
             return spare
-        os.close(spare.read_fd)
-        os.close(spare.order_w)
+        spare.close()
     return None
 
 
@@ -740,7 +732,7 @@ def main(argv):
             for stage in stages:
                 if stage.get("input_from") in keys and not stage.get("interactive") \
                         and not stage.get("params", {}).get("substitute"):
-                    waiting[stage["key"]] = start_waiting(stage, job_dir, probes, max_blob, take(spares))
+                    waiting[stage["key"]] = (take(spares) or Spare(job_dir, probes, None)).wait_for(stage, max_blob)
         spare = take(spares) or Spare(job_dir, probes, baseline)
         done, failed = run_group(grouped, spare, max_blob, channel, outputs, fork_waiting)
         if failed is not None:
@@ -759,20 +751,21 @@ def main(argv):
             continue
         if stage["key"] != restarted:
             wire.write_frame(channel, {"type": "stage_start", "stage": stage["key"]})
-        handle = waiting.pop(stage["key"], None)
+        child = waiting.pop(stage["key"], None)  # a spare already ordered to run this stage
         source = stage.get("input_from")
         if source and source not in outputs:  # e.g. evaluation without a trained model: nothing to run it on
-            if handle is not None:
-                cancel_waiting(handle)
+            if child is not None:
+                child.cancel()
             wire.write_frame(channel, {"type": "stage_end", "stage": stage["key"], "status": "skipped",
                                        "message": f"needs the output of {source}, which did not finish",
                                        "duration_s": 0.0})
             continue
         prev_blob = outputs.get(source or "")
-        if handle is None and spares and not stage.get("interactive"):
-            handle = start_waiting(stage, job_dir, probes, max_blob, take(spares))
-        if handle is not None:
-            header, blob = finish_waiting(handle, stage, job_dir, prev_blob, max_blob)
+        if child is None and not stage.get("interactive"):
+            spare = take(spares)
+            child = spare.wait_for(stage, max_blob) if spare is not None else None
+        if child is not None:
+            header, blob = child.finish(stage, prev_blob, max_blob)
         else:
             header, blob = run_stage(stage, job_dir, probes, read_inputs(job_dir, stage), prev_blob, max_blob,
                                      channel)

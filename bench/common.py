@@ -43,14 +43,14 @@ def plan_stages(text: str, checks: tuple, seed: int | None = None):
 
 
 def call_probe(probes, module, stage, inputs: dict):
-    """A stage's probe called in this process; an interactive stage (the judge's training) talks to its trainer
-    directly, as it would through the sandbox's channel."""
-    if stage.trainer is not None:
+    """A stage's probe called in this process; an interactive stage (the judge's training, or a fresh stage fed from
+    it) talks to its trainer or feed directly, as it would through the sandbox's channel."""
+    talker = stage.trainer or stage.feed
+    if talker is not None:
         replies = []
 
         def send(header, blob):
-            stage.trainer.on_ask({**header, "stage": stage.key}, blob,
-                                 lambda reply, data=b"": replies.append((reply, data)))
+            talker.on_ask({**header, "stage": stage.key}, blob, lambda reply, data=b"": replies.append((reply, data)))
         probes.open_channel(send, lambda: replies.pop(0))
     return probes.PROBES[stage.probe](module, inputs, stage.params)
 

@@ -5,9 +5,10 @@ Usage: .venv/bin/python bench/training_overhead.py [--track reverse|lm|both] [--
 "direct" is training as a student would run it: the submission imported in this process, built under the
 same seed, the same batches, torch's AdamW, clipping at 1.0, one thread. "graded" is what the grader does
 (issue 14): the judge keeps the weights and steps the optimizer, the sandbox answers each step with logits
-and gradients (`training.run`), and a fresh sandbox re-checks the initial weights, the logits and the
-gradients at the checked steps (`training.verify`). The two alternate, so a busy machine slows both alike;
-the ratio (run + verify) / direct, not the seconds, is the result. Target (issue 14): at most 1.25. Saved in
+and gradients (`training.run`), and a fresh sandbox, alongside it, re-checks the initial weights, the logits and
+the gradients at the checked steps (`training.verify`; "verify" counts only what is left of it once the run has
+ended). The two alternate, so a busy machine slows both alike; the ratio (run + verify) / direct, not the seconds,
+is the result. Target (issue 14): at most 1.25. Saved in
 build/bench/training_overhead.json. (Issue 19's target 3, a whole grading with training against the checks' compute,
 is measured by bench/overhead.py.)
 Sandbox starts are reported apart: a worker starts its sandboxes ahead of the job.
@@ -81,7 +82,8 @@ def graded(text: str, track: str) -> dict:
     if bad or run.trainer.failure or not run.trainer.done:
         raise SystemExit(f"the graded run did not finish: {bad or run.trainer.failure}")
     timings = info["timings"]["stages"]
-    return {"run": timings[training.RUN], "verify": timings[training.VERIFY], "wall": wall,
+    # the fresh sandbox checks the steps alongside the run: what is left of it once the run has ended
+    return {"run": timings[training.RUN], "verify": info["timings"]["fresh_after_s"], "wall": wall,
             "losses": run.trainer.losses, "stage": run, "ahead": getattr(run.trainer, "speculated", 0)}
 
 
@@ -107,7 +109,8 @@ def bench(track: str, path: Path, repeat: int) -> dict:
     print(f"  direct, one process           {med['direct']:7.2f} s  (torch's AdamW, no sandbox)")
     print(f"  graded: training.run          {med['run']:7.2f} s  (the judge steps; the sandbox answers)")
     print(f"  steps the sandbox took itself {min(ahead):7d}    (of {steps}, fewest in a run; the judge sent the others)")
-    print(f"  graded: training.verify       {med['verify']:7.2f} s  (fresh sandbox: weights, logits, gradients)")
+    print(f"  graded: training.verify after {med['verify']:7.2f} s  (fresh sandbox, alongside the run: what is "
+          "left once it has ended)")
     print(f"  graded: both sandboxes, wall  {med['wall']:7.2f} s  (with the sandboxes' starts and torch imports)")
     print(f"  ratio (run + verify) / direct {ratio:7.2f}   target <= 1.25: {'met' if ratio <= 1.25 else 'NOT met'}")
     return {"track": track, "ratio": ratio, **med}

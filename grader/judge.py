@@ -1,6 +1,7 @@
 """The judge: plan the stages, run them in a sandbox, and decide every verdict outside the student's process."""
 import json
 import os
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -109,9 +110,11 @@ def finish(report: dict, started: float) -> dict:
     return report
 
 
-def write_job(job_dir: Path, text: str, stages, options: Options) -> None:
+def write_job(job_dir: Path, text: str, stages, options: Options, waits: dict | None = None) -> None:
     """Lay the job into a prepared job directory: the submission (and its bytecode), one safetensors file of inputs
-    per stage, job.json."""
+    per stage, job.json. waits: stage key -> seconds it may spend waiting for the training run it is fed from,
+    added to its budget."""
+    waits = waits or {}
     written = [job_dir / "submission.py", job_dir / "job.json"]
     written[0].write_text(text, encoding="utf-8")
     code = bytecode(text)
@@ -120,11 +123,12 @@ def write_job(job_dir: Path, text: str, stages, options: Options) -> None:
         written[-1].write_bytes(code)
     for stage in stages:
         path = job_dir / "inputs" / f"{stage.key}.safetensors"
-        path.write_bytes(encode_tensors(stage.job_inputs()))  # views of one another (rows of a batch) are fine
+        path.write_bytes(encode_tensors(stage.inputs))  # views of one another (rows of a batch) are fine
         written.append(path)
     job = {"stages": [{"key": s.key, "probe": s.probe, "params": s.params, "input_from": s.input_from,
-                       "interactive": s.trainer is not None,
-                       "budget_s": stage_budget(s, options), "mem_mb": options.limits.stage_mem_mb} for s in stages],
+                       "interactive": s.trainer is not None or s.feed is not None,
+                       "budget_s": stage_budget(s, options) + waits.get(s.key, 0.0),
+                       "mem_mb": options.limits.stage_mem_mb} for s in stages],
            "max_output_mb": options.limits.output_mb, "one_child": bool(options.one_child)}
     written[1].write_text(json.dumps(job))
     for path in written:
@@ -137,52 +141,120 @@ def stage_budget(stage, options: Options) -> float:
 
 
 def run_stages(text: str, stages, options: Options, sandbox: Sandbox | None, on_event):
-    """Run the stages in one sandbox, then those that must run fresh (the checks of the judge's training, held-out
-    evaluation) in a second one; return outcomes by stage key and the runs' environment and timings."""
+    """Run the stages in one sandbox and, alongside it once the judge's training has begun, those that must run
+    fresh (the checks of that training, the held-out evaluation) in a second one; return outcomes by stage key and
+    the runs' environment and timings."""
     sandbox = sandbox or make_sandbox(options.backend)
     first = [s for s in stages if not s.fresh]
+    later = [s for s in stages if s.fresh]
     # The first sandbox is the one started ahead (a worker's); the fresh one starts now, so that its start and
     # torch import overlap the first sandbox's stages.
     prepared = sandbox.prepare(options.limits) if first else None
-    second = None
+    fresh = None
     try:
-        second = sandbox.prepare(options.limits) if len(first) < len(stages) else None
-        outcomes, info = run_in_sandbox(text, first, options, prepared, on_event) if first else ({}, {})
-        prepared = None
-        later = []
-        for stage in (s for s in stages if s.fresh):
-            missing = next((key for key in stage.needs if not finished(key, outcomes, stages)), None)
-            if missing is None:
-                later.append(stage)
-            else:
-                outcomes[stage.key] = StageOutcome(stage.key, "skipped", f"needs {missing}, which did not finish")
-        if later:
-            more, fresh = run_in_sandbox(text, later, options, second, on_event)
-            second = None
+        fresh = Fresh(text, later, first, options, sandbox.prepare(options.limits), on_event) if later else None
+        try:
+            outcomes, info = run_in_sandbox(text, first, options, prepared, on_event) if first else ({}, {})
+        finally:
+            prepared = None
+            for stage in first:
+                if stage.trainer is not None:
+                    stage.trainer.end()  # a fresh stage still waiting for a step of it stops waiting
+        if fresh is not None:
+            more, fresh_info = fresh.result(outcomes)
             outcomes.update(more)
-            info = merge_runs(info, fresh) if info else fresh
+            if fresh_info:
+                info = merge_runs(info, fresh_info) if info else fresh_info
     finally:
-        for unused in (prepared, second):
-            if unused is not None:
-                unused.close()
+        if prepared is not None:
+            prepared.close()
+        if fresh is not None:
+            fresh.abandon()
     return outcomes, info
 
 
-def finished(key: str, outcomes: dict, stages) -> bool:
-    """A stage ended ok, and, for the judge's training, the judge's run went to its last step."""
-    stage = next(s for s in stages if s.key == key)
-    outcome = outcomes.get(key)
-    return outcome is not None and outcome.status == "ok" and (stage.trainer is None or stage.trainer.done)
+class Fresh:
+    """The fresh sandbox's run, in a thread of its own: its go comes once the first training run it is fed from
+    has begun (its stages wait for the steps they check meanwhile), or never, when that run never began."""
+
+    def __init__(self, text: str, stages, first, options: Options, prepared, on_event):
+        self.stages, self.prepared = stages, prepared
+        runs = [s.feed.run for s in stages if s.feed is not None]
+        self.trigger = min(runs, key=first.index) if runs else None
+        # A fed stage may wait for its run's steps: its budget grows by the first sandbox's budgets from the
+        # trigger's start to that run's end (what a slow but honest first sandbox may take to get there).
+        ends, total = {}, 0.0
+        for stage in first[first.index(self.trigger):] if self.trigger is not None else ():
+            total += stage_budget(stage, options)
+            ends[stage.key] = total
+        self.waits = {s.key: ends.get(s.feed.run.key, 0.0) for s in stages if s.feed is not None}
+        self.args = (text, stages, options, on_event)
+        self.lock = threading.Lock()  # who takes the prepared sandbox: this run, or abandon()
+        self.found, self.error, self.ended = None, None, None
+        self.thread = threading.Thread(target=self._run, name="fresh-sandbox", daemon=True)
+        self.thread.start()
+
+    def _take(self):
+        """The prepared sandbox, to whoever asks first (None after that)."""
+        with self.lock:
+            prepared, self.prepared = self.prepared, None
+        return prepared
+
+    def _run(self) -> None:
+        try:
+            if self.trigger is not None and not self.trigger.trainer.wait_until(None):
+                return  # the training never began: nothing to check, and the judge reports each stage skipped
+            prepared = self._take()
+            if prepared is None:
+                return  # abandoned: the judge's thread failed
+            text, stages, options, on_event = self.args
+            self.found = run_in_sandbox(text, stages, options, prepared, on_event, self.waits)
+            self.ended = time.monotonic()
+        except BaseException as exc:  # raised again in the judge's thread, as it was when the run was there
+            self.error = exc
+
+    def result(self, outcomes: dict) -> tuple[dict, dict]:
+        """Wait for the run; its outcomes (a stage whose run did not finish: skipped) and report part."""
+        first_ended = time.monotonic()
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
+        more, info = self.found or ({}, {})
+        for stage in self.stages:
+            if stage.key in more and not unfinished(stage, {**outcomes, **more}):
+                continue
+            run = stage.needs[0] if stage.needs else stage.key
+            more[stage.key] = StageOutcome(stage.key, "skipped", f"needs {run}, which did not finish")
+        if info:
+            # how long the fresh sandbox went on after the first had ended: the part of it on the grading's path
+            info.setdefault("timings", {})["after_s"] = round(max(0.0, (self.ended or first_ended) - first_ended), 3)
+        return more, info
+
+    def abandon(self) -> None:
+        """Close the fresh sandbox if its run never began (the judge's thread failed first, or it was skipped)."""
+        prepared = self._take()
+        if prepared is not None:
+            prepared.close()
 
 
-def run_in_sandbox(text: str, stages, options: Options, prepared, on_event):
+def unfinished(stage, outcomes: dict) -> bool:
+    """A fresh stage fed from a training run that did not finish (or whose outcome is not in yet)."""
+    if stage.feed is None:
+        return False
+    run = stage.feed.run
+    outcome = outcomes.get(run.key)
+    return outcome is None or outcome.status != "ok" or not run.trainer.done
+
+
+def run_in_sandbox(text: str, stages, options: Options, prepared, on_event, waits: dict | None = None):
     """Run stages in a prepared sandbox, the judge answering its interactive stages' questions as they come."""
+    waits = waits or {}
     try:
-        write_job(prepared.job_dir, text, stages, options)
-        trainers = {s.key: s.trainer for s in stages if s.trainer is not None}
-        if trainers:
-            prepared.talk(lambda header, blob, reply: answer(trainers, header, blob, reply))
-        wall = options.limits.startup_s + sum(stage_budget(s, options) for s in stages) + 10
+        write_job(prepared.job_dir, text, stages, options, waits)
+        talkers = {s.key: s.trainer or s.feed for s in stages if s.trainer is not None or s.feed is not None}
+        if talkers:
+            prepared.talk(lambda header, blob, reply: answer(talkers, header, blob, reply))
+        wall = options.limits.startup_s + sum(stage_budget(s, options) + waits.get(s.key, 0.0) for s in stages) + 10
         run = prepared.run(wall, on_frame(on_event, stages))
     finally:
         prepared.close()
@@ -198,13 +270,13 @@ def on_frame(on_event, stages):
     return (lambda header, blob=b"": header.get("type") == VERDICT or on_event(header)) if on_event else None
 
 
-def answer(trainers: dict, header: dict, blob: bytes, reply) -> None:
-    """Route a question to the trainer of its stage; one from no training stage is answered with stop."""
-    trainer = trainers.get(header.get("stage")) if isinstance(header.get("stage"), str) else None
-    if trainer is None:
+def answer(talkers: dict, header: dict, blob: bytes, reply) -> None:
+    """Route a question to the trainer or feed of its stage; one from any other stage is answered with stop."""
+    talker = talkers.get(header.get("stage")) if isinstance(header.get("stage"), str) else None
+    if talker is None:
         reply({"kind": "stop"})
     else:
-        trainer.on_ask(header, blob, reply)
+        talker.on_ask(header, blob, reply)
 
 
 def merge_runs(first: dict, second: dict) -> dict:
@@ -221,6 +293,7 @@ def merge_runs(first: dict, second: dict) -> dict:
     timings = dict(first.get("timings", {}))
     timings["stages"] = {**timings.get("stages", {}), **second.get("timings", {}).get("stages", {})}
     timings["fresh_sandbox_s"] = second.get("timings", {}).get("sandbox_s")
+    timings["fresh_after_s"] = second.get("timings", {}).get("after_s")  # of it, after the first sandbox ended
     merged["timings"] = timings
     return merged
 
@@ -283,7 +356,9 @@ def decide(check, ctx: Context, plan, outcomes: dict, graded: set = frozenset())
 
     graded: the ids of this grading's checks; a failed stage of one of them (not this one) makes this check skipped.
     """
-    mine = {s.key: outcomes[s.key] for s in plan}
+    # a fresh stage ran alongside its training run, which then did not finish: skipped, as if it had not run
+    mine = {s.key: StageOutcome(s.key, "skipped", f"needs {s.feed.run.key}, which did not finish")
+            if unfinished(s, outcomes) else outcomes[s.key] for s in plan}
     duration = round(sum(o.duration_s for o in mine.values()), 4)
     stdout = printed_excerpt(mine.values())
     for stage in plan:

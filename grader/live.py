@@ -48,11 +48,11 @@ class Live:
         def on_frame(header: dict, blob: bytes = b"") -> None:
             if header.get("type") == VERDICT:
                 return  # only the judge sends verdicts: one in the sandbox's frames is forged
-            self.on_event(header)
             stage = header.get("stage")
-            if header.get("type") != "stage_end" or not isinstance(stage, str) or stage not in probes:
-                return
-            with self.lock:
+            with self.lock:  # the two sandboxes' collectors call this from their own threads
+                self.on_event(header)
+                if header.get("type") != "stage_end" or not isinstance(stage, str) or stage not in probes:
+                    return
                 if self.closed or stage in self.outcomes:
                     return
                 try:

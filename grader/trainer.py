@@ -2,8 +2,9 @@
 
 Each step the sandbox returns the step batch's logits and the gradient of the mean cross-entropy at the judge's
 weights; the judge recomputes the loss from the logits (float64), clips the gradient at 1.0 and takes the AdamW step
-itself. The steps it will check later in a fresh sandbox are drawn from randomness the sandbox never sees (the
-grading's secret seed); for those it keeps the weights, logits and gradient. Whatever comes back is validated first:
+itself. The steps a fresh sandbox checks (alongside, as the run reaches them: grader/feed.py) are drawn from
+randomness the sandbox never sees (the grading's secret seed); for those it keeps the weights, logits and gradient.
+Whatever comes back is validated first:
 a bad answer ends the run with a message naming the step, never an exception in the judge.
 
 The sandbox does not wait for the next weights: it takes the same step on its own copy (grader/harness/optimizer.py)
@@ -14,6 +15,7 @@ is unchanged: what the judge keeps and checks are its own weights, and the fresh
 """
 import hashlib
 import random
+import threading
 
 import torch
 import torch.nn.functional as F
@@ -32,11 +34,17 @@ class TrainingFailed(Exception):
 
 
 def verification_steps(secret: str, label: str, steps: int, count: int) -> list[int]:
-    """The steps to check in a fresh sandbox: the first, the last and `count` drawn from the secret seed."""
+    """The steps to check in a fresh sandbox: the first, the last, and each step between checked on its own with
+    probability count / (steps - 2), drawn from the secret seed.
+
+    Each step is drawn independently (not `count` of them) because the fresh sandbox checks them while the run
+    goes on: which earlier steps it has been given tells nothing about which later ones it will be.
+    """
     digest = hashlib.sha256(f"{secret}/{label}/verify".encode()).digest()
     rng = random.Random(int.from_bytes(digest[:8], "big"))
-    picked = rng.sample(range(1, max(1, steps - 1)), min(count, max(0, steps - 2))) if steps > 2 else []
-    return sorted({0, steps - 1, *picked})
+    inner = range(1, steps - 1)
+    chance = min(1.0, count / len(inner)) if len(inner) else 0.0
+    return sorted({0, steps - 1, *(step for step in inner if rng.random() < chance)})
 
 
 def direction_generator(secret: str, label: str) -> torch.Generator:
@@ -72,6 +80,10 @@ class Trainer:
         self.speculate = True  # the sandbox steps its own copy of the weights until one differs from the judge's
         self.expected = ""  # the digest of the judge's weights for the step whose answer is awaited
         self.speculated = 0  # answers the judge let the sandbox go on from before reading them
+        # The fresh sandbox's stages wait here for the steps they check (grader/feed.py); over: the sandbox that
+        # trains has ended, so no step will come any more
+        self.progress = threading.Condition()
+        self.over = False
 
     # ---- the conversation ----------------------------------------------------------------------------------------
 
@@ -100,6 +112,8 @@ class Trainer:
             self.failure = str(exc)
         except Exception as exc:  # anything the checks above missed is still the answer's fault, never the judge's
             self.failure = f"step {self.step}: the answer could not be used ({type(exc).__name__}: {str(exc)[:200]})"
+        with self.progress:
+            self.progress.notify_all()
         if early is None:
             reply(*self._reply())
         if self.speculate and not self.done and not self.failure:
@@ -250,26 +264,39 @@ class Trainer:
             start += p.numel()
         return views
 
+    def end(self) -> None:
+        """The sandbox that trains has ended: whoever waits for a step that never came stops waiting."""
+        with self.progress:
+            self.over = True
+            self.progress.notify_all()
+
+    def wait_until(self, step: int | None) -> bool:
+        """Wait until the run has taken `step` (its answer is in and kept; -1: every step; None: the run has begun);
+        False if the run failed or the sandbox ended first."""
+        def reached() -> bool:
+            if step is None:
+                return self.step >= 0
+            return self.done if step < 0 else (self.step > step or self.done)
+        with self.progress:
+            self.progress.wait_for(lambda: reached() or self.failure is not None or self.over)
+            return reached() and self.failure is None
+
     # ---- what the checks use afterwards --------------------------------------------------------------------------
 
     def final_weights(self) -> dict:
         """The weights after the last step (the judge's own)."""
         return {k: v.clone() for k, v in self.params.items()}
 
-    def directions(self, gen: torch.Generator) -> dict:
-        """Per checked step, a unit direction over all parameters: half the returned gradient's, half random.
+    def direction(self, step: int, gen: torch.Generator) -> dict:
+        """For a checked step, a unit direction over all parameters: half the returned gradient's, half random.
 
         Along the gradient's own direction a forged gradient shows at full size; the random half keeps the
-        sandbox from knowing the direction in advance.
+        sandbox from knowing the direction in advance. Called for the checked steps in order, on one generator.
         """
-        found = {}
-        for step, kept in sorted(self.kept.items()):
-            grads = kept.get("grads", {})
-            gnorm = sum(float(g.double().pow(2).sum()) for g in grads.values()) ** 0.5
-            rand = {k: torch.randn(v.shape, generator=gen, dtype=torch.float64) for k, v in self.params.items()}
-            rnorm = sum(float(r.pow(2).sum()) for r in rand.values()) ** 0.5
-            d = {k: rand[k] / rnorm + (grads[k].double() / gnorm if gnorm > 0 and k in grads else 0)
-                 for k in self.params}
-            dnorm = sum(float(v.pow(2).sum()) for v in d.values()) ** 0.5
-            found[step] = {k: v / dnorm for k, v in d.items()}
-        return found
+        grads = self.kept[step].get("grads", {})
+        gnorm = sum(float(g.double().pow(2).sum()) for g in grads.values()) ** 0.5
+        rand = {k: torch.randn(v.shape, generator=gen, dtype=torch.float64) for k, v in self.params.items()}
+        rnorm = sum(float(r.pow(2).sum()) for r in rand.values()) ** 0.5
+        d = {k: rand[k] / rnorm + (grads[k].double() / gnorm if gnorm > 0 and k in grads else 0) for k in self.params}
+        dnorm = sum(float(v.pow(2).sum()) for v in d.values()) ** 0.5
+        return {k: v / dnorm for k, v in d.items()}

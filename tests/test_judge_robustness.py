@@ -147,4 +147,5 @@ def test_evaluation_without_a_trained_model_is_skipped_and_points_at_training():
     assert checks["evaluation"]["status"] == "skipped", explain(report)
     assert checks["evaluation"]["message"] == ("not run: it needs what training produces (training.run), which raised "
                                                "an error; see training")
-    assert report["timings"]["stages"].get("evaluation.heldout", 0.0) == 0.0, "nothing to evaluate: not run at all"
+    # The held-out stage began alongside the run (the fresh sandbox's go comes once training begins) and was told
+    # to stop when the run failed: skipped above, as when it ran only after the training.

@@ -20,16 +20,12 @@ class Stage:
     budget_s: float | None = None  # wall clock for this stage; None takes Limits.stage_s
     # The judge's training: a grader.trainer.Trainer answers the stage's questions while it runs.
     trainer: object | None = None
-    # Runs in a second, fresh sandbox after the first: its inputs (a callable, called then) come from the
-    # judge's results of the stages in `needs`, and it is skipped when one of them did not finish.
+    # Runs in a second, fresh sandbox, alongside the first once the training run in `needs` has begun: what it
+    # needs of that run comes through its grader.feed.Feed as the run gets there, and it is skipped when the run
+    # does not finish.
     fresh: bool = False
     needs: tuple = ()
-
-    def job_inputs(self) -> dict:
-        """The inputs, built now if they depend on earlier stages."""
-        if callable(self.inputs):
-            self.inputs = self.inputs()
-        return self.inputs
+    feed: object | None = None
 
 
 @dataclass

@@ -18,6 +18,7 @@ from ..configs import EVALUATION, EVALUATION_LIMITS, FIRST_ORDINARY, SPECIAL, TR
 from ..data.cyclic import cyclic_rows
 from ..data.reverse import duplicated_rows, exact_matches, reverse_rows
 from ..data.text import bigram_ce, perplexity, shipped_corpus, tiled_windows, unigram_logprobs
+from ..feed import final_weights
 from . import training
 from .base import Stage, Verdict
 
@@ -111,9 +112,9 @@ def heldout_stage(ctx) -> Stage:
     cases, where = causality_cases(ctx, inputs, vocab)
     run = training.run_stage(ctx)
     params = training.train_params(ctx, **extra, cases=sorted({k.split("/")[1] for k in cases}))
-    stage = Stage(HELDOUT, "evaluate", lambda: {**inputs, **cases, **{f"trained/{k}": v for k, v in
-                                                                       run.trainer.final_weights().items()}},
-                  params, budget_s=EVALUATION[ctx.track]["budget_s"], fresh=True, needs=(training.RUN,))
+    stage = Stage(HELDOUT, "evaluate", {**inputs, **cases}, dict(params, fed=True),
+                  budget_s=EVALUATION[ctx.track]["budget_s"], fresh=True, needs=(training.RUN,),
+                  feed=final_weights(run))
     stage.kept, stage.where, stage.sent = kept, where, inputs
     return stage
 
@@ -147,9 +148,8 @@ def cyclic_stages(ctx) -> list:
     held = run.held
     params = dict(run.params, continue_steps=hp["context"] + 1 - prompt_len)
     prompt = held["rows"][:, :prompt_len].clone()
-    cont = Stage(CYCLIC, "cyclic", lambda: {"prompt": prompt, **{f"trained/{k}": v for k, v in
-                                                                run.trainer.final_weights().items()}},
-                 params, fresh=True, needs=(CYCLIC_RUN,))
+    cont = Stage(CYCLIC, "cyclic", {"prompt": prompt}, dict(params, fed=True), fresh=True, needs=(CYCLIC_RUN,),
+                 feed=final_weights(run))
     cont.expected = held["rows"][:, prompt_len:].clone()  # kept by the judge
     verify = training.verify_stage(run, CYCLIC_VERIFY, training.secret_of(ctx))
     return [run, verify, cont]

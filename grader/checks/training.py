@@ -18,6 +18,7 @@ from ..compare import nonfinite, shape_problem
 from ..configs import ARCH, SPECIAL, TRAIN_MODEL, TRAINING_LIMITS, training_hp
 from ..data.reverse import exact_matches, reverse_rows
 from ..data.text import random_windows, shipped_corpus, unigram_logprobs
+from ..feed import Feed
 from ..trainer import Trainer, direction_generator, verification_steps
 from .base import Stage, Verdict
 
@@ -119,26 +120,25 @@ def run_stage(ctx) -> Stage:
     return ctx.stage_once(RUN, make)
 
 
-def verify_inputs(run: Stage, direction_label: str, secret: str) -> dict:
-    """For the fresh sandbox: the training data, and per checked step the judge's weights and direction; the
-    first and last weights."""
-    trainer = run.trainer
-    inputs = dict(run.inputs)
-    directions = trainer.directions(direction_generator(secret, direction_label))
-    run.directions = directions
-    for step, kept in trainer.kept.items():
-        inputs.update({f"w{step}/{k}": v for k, v in kept["weights"].items()})
-        inputs.update({f"d{step}/{k}": v for k, v in directions[step].items()})
-    inputs.update({f"first/{k}": v for k, v in trainer.first.items()})
-    inputs.update({f"last/{k}": v for k, v in trainer.final_weights().items()})
-    return inputs
-
-
 def verify_stage(run: Stage, key: str, secret: str, track: str | None = None) -> Stage:
-    """The fresh sandbox's checks of a training run (its inputs are built once the run is over)."""
-    params = dict(run.params, steps=sorted(run.trainer.check_steps), eps=FD_EPS, track=track or run.params["track"])
-    return Stage(key, "verify_training", lambda: verify_inputs(run, key, secret), params, fresh=True,
-                 needs=(run.key,))
+    """The fresh sandbox's checks of a training run: per checked step the judge's weights and direction (the
+    first weights with the first step), then the last weights, each sent once the run has got there
+    (grader/feed.py)."""
+    steps = sorted(run.trainer.check_steps)
+    params = dict(run.params, steps=steps, eps=FD_EPS, track=track or run.params["track"], fed=True)
+    gen = direction_generator(secret, key)
+    run.directions = {}
+
+    def tensors(step: int) -> dict:
+        trainer = run.trainer
+        if step < 0:
+            return {f"last/{k}": v for k, v in trainer.final_weights().items()}
+        run.directions[step] = trainer.direction(step, gen)  # in step order, on one generator
+        first = {f"first/{k}": v for k, v in trainer.first.items()} if step == steps[0] else {}
+        return {**first, **{f"w{step}/{k}": v for k, v in trainer.kept[step]["weights"].items()},
+                **{f"d{step}/{k}": v for k, v in run.directions[step].items()}}
+    return Stage(key, "verify_training", dict(run.inputs), params, fresh=True, needs=(run.key,),
+                 feed=Feed(run, tensors, [*steps, -1]))
 
 
 def plan(ctx):

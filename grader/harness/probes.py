@@ -378,6 +378,17 @@ def hear() -> tuple[dict, dict]:
     return header, (dict(_st_load(blob)) if blob else {})
 
 
+def fed(inputs: dict, params: dict, step: int) -> None:
+    """A fresh stage's tensors of the judge's training run, asked for when the stage gets to them (params "fed");
+    the judge sends them once its run has taken that step (-1: every step), and stop if the run did not finish."""
+    if not params.get("fed"):
+        return  # called with every input already in place (in one process, by the benchmarks and tests)
+    header, tensors = ask("need", step, {})
+    if header.get("kind") != "tensors":
+        raise Violation("the judge's training run did not get this far, so there is nothing to check")
+    inputs.update(tensors)
+
+
 def warm_up_training() -> None:
     """One tiny forward and backward pass here in the harness, before any fork: a process's first backward imports
     modules that every training stage's child would otherwise pay again."""
@@ -495,6 +506,7 @@ def probe_verify_training(module, inputs, params):
     named = dict(model.named_parameters())
     outputs = {"built/" + name: p.detach().clone() for name, p in named.items()}
     for step in params["steps"]:
+        fed(inputs, params, step)
         model.float().train()
         load_weights(named, inputs, f"w{step}/")
         with _no_grad():
@@ -504,10 +516,14 @@ def probe_verify_training(module, inputs, params):
                 for sign, name in ((1.0, "plus"), (-1.0, "minus")):
                     load_weights(named, inputs, f"w{step}/", torch.float64, f"d{step}/", sign * float(params["eps"]))
                     outputs[f"{name}{step}"] = train_logits(model, track, inputs, inputs["batches"][step])[0]
+        if "check_first" not in outputs:  # the first weights came with the first checked step: not left to the end
+            model.float()
+            load_weights(named, inputs, "first/")
+            outputs["check_first"] = check_logits(model, track, inputs)
     model.float()
-    for name, prefix in (("check_first", "first/"), ("check_last", "last/")):
-        load_weights(named, inputs, prefix)
-        outputs[name] = check_logits(model, track, inputs)
+    fed(inputs, params, -1)
+    load_weights(named, inputs, "last/")
+    outputs["check_last"] = check_logits(model, track, inputs)
     if track == "reverse":
         outputs["check_greedy"], _ = greedy_seq2seq(model, inputs["check_src"], inputs["check_src_mask"],
                                                     inputs["check_tgt_in"].shape[1], int(params["config"]["bos_id"]))
@@ -609,6 +625,7 @@ def probe_evaluate(module, inputs, params):
     track = params["track"]
     model = build_float32(module, params)
     outputs = heldout_outputs(model, track, inputs, params, "untrained/")
+    fed(inputs, params, -1)
     load_weights(dict(model.named_parameters()), inputs, "trained/")
     outputs.update(heldout_outputs(model, track, inputs, params, "trained/"))
     outputs.update(intervention_logits(model, track, inputs, params["cases"]))
@@ -628,6 +645,7 @@ def probe_cyclic(module, inputs, params):
     steps = int(params["continue_steps"])
     outputs = {}
     outputs["untrained_ids"], _ = greedy_lm(model, inputs["prompt"], steps)
+    fed(inputs, params, -1)
     load_weights(dict(model.named_parameters()), inputs, "trained/")
     outputs["ids"], outputs["logits"] = greedy_lm(model, inputs["prompt"], steps)
     outputs["full_prefix_ids"] = greedy_full_prefix(model, inputs["prompt"], steps)

@@ -37,9 +37,6 @@ def job_for(track: str, check) -> tuple[dict, str]:
     stages = check.plan(ctx)
     job_dir = new_job_dir()
     try:
-        for stage in stages:  # stages that depend on earlier results build their inputs then; here: empty
-            if callable(getattr(stage, "inputs", None)):
-                stage.inputs = {}
         write_job(job_dir, source.text, stages, Options(seed=SECRET))
         text = (job_dir / "job.json").read_text()
     finally:

@@ -219,7 +219,7 @@ def test_the_fresh_sandbox_gets_held_out_inputs_but_never_their_targets():
             assert {"test_rows", "validation_rows"} <= set(kept)
             for split in ("test", "validation"):  # the sandbox's inputs stop one token short of the targets' last
                 assert sent[f"{split}_inputs"].shape[1] == kept[f"{split}_rows"].shape[1] - 1
-            assert set(stages[evaluation.CYCLIC].job_inputs()) == {"prompt"}  # the continuations stay in the judge
+            assert set(stages[evaluation.CYCLIC].inputs) == {"prompt"}  # the continuations stay in the judge
 
 
 def test_a_report_of_two_sandboxes_lists_the_layers_both_had_and_is_weak_if_either_was():

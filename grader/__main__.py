@@ -1,4 +1,4 @@
 """`python -m grader`: the same command as `grader`."""
-from .cli import main
+from .cli import entry
 
-main()
+entry()

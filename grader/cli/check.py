@@ -11,6 +11,7 @@ from ..feedback import what_to_fix
 from ..registry import check_ids, check_registry
 from ..sandbox import Limits
 
+FINISHED = False  # set once the command has printed its result: grader.cli.entry may then skip the teardown
 COLOURS = {"pass": "green", "fail": "red", "error": "red", "timeout": "yellow", "oom": "yellow", "crash": "magenta",
            "skipped": "blue"}
 
@@ -75,6 +76,8 @@ def check(path, as_json, only, skip, seed, timeout, steps, rubric_path):
         click.echo(json.dumps({**report, "score": scored}, indent=2, sort_keys=True))
     else:
         print_table(report, scored)
+    global FINISHED
+    FINISHED = True
 
 
 class StartedEarly:

@@ -1,7 +1,11 @@
 """`grader check`: a table or one JSON document, exit 0 when grading completed, non-zero for usage errors."""
 import json
+import os
+import shutil
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -83,3 +87,21 @@ def test_steps_sets_the_training_budget_and_the_result_records_it():
     assert training["metrics"]["steps"] == 30, training["metrics"]
     # 30 steps are too few for the pass threshold (measured at the default 300): the message says how many ran
     assert training["status"] == "fail" and "after 30 steps" in training["message"], training["message"]
+
+
+@pytest.mark.slow
+def test_the_command_leaves_nothing_behind_when_it_skips_the_interpreters_teardown():
+    """`grader check` ends with os._exit once it has printed (grader.cli.entry): the whole document is out, and the
+    sandboxes' job directories are gone before it."""
+    tmp = Path(tempfile.mkdtemp(prefix="grader-cli-tmp-"))
+    tmp.chmod(0o755)  # the sandbox's uid reads its job directory under here
+    try:
+        proc = subprocess.run([*GRADER, "check", str(REFERENCES["lm"]), "--json", "--only", "split_heads,rope"],
+                              capture_output=True, text=True, cwd=ROOT, timeout=300,
+                              env={**os.environ, "TMPDIR": str(tmp)})
+        assert proc.returncode == 0, proc.stderr
+        report = json.loads(proc.stdout)
+        assert [c["status"] for c in report["checks"]] == ["pass", "pass"] and report["score"]
+        assert sorted(p.name for p in tmp.iterdir()) == [], "a job directory outlived the command"
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -14,7 +14,6 @@ weights, the step is redone at them, and the run goes on as before, the judge se
 is unchanged: what the judge keeps and checks are its own weights, and the fresh sandbox checks the answers at them.
 """
 import hashlib
-import random
 import threading
 
 import torch
@@ -37,19 +36,25 @@ def verification_steps(secret: str, label: str, steps: int, count: int) -> list[
     """The steps to check in a fresh sandbox: the first, the last, and each step between checked on its own with
     probability count / (steps - 2), drawn from the secret seed.
 
-    Each step is drawn independently (not `count` of them) because the fresh sandbox checks them while the run
-    goes on: which earlier steps it has been given tells nothing about which later ones it will be.
+    Each step is drawn on its own (not `count` of them at once), by sha256 of the secret and the step, because
+    the fresh sandbox checks them while the run goes on: which earlier steps it has been given tells nothing
+    about which later ones it will be.
     """
-    digest = hashlib.sha256(f"{secret}/{label}/verify".encode()).digest()
-    rng = random.Random(int.from_bytes(digest[:8], "big"))
     inner = range(1, steps - 1)
     chance = min(1.0, count / len(inner)) if len(inner) else 0.0
-    return sorted({0, steps - 1, *(step for step in inner if rng.random() < chance)})
+
+    def drawn(step: int) -> bool:
+        digest = hashlib.sha256(f"{secret}/{label}/verify/{step}".encode()).digest()
+        return int.from_bytes(digest[:8], "big") < chance * 2 ** 64
+    return sorted({0, steps - 1, *filter(drawn, inner)})
 
 
-def direction_generator(secret: str, label: str) -> torch.Generator:
-    """Random directions for the finite-difference check, from the secret seed (never sent to the sandbox)."""
-    digest = hashlib.sha256(f"{secret}/{label}/direction".encode()).digest()
+def direction_generator(secret: str, label: str, step: int) -> torch.Generator:
+    """Random directions for one checked step's finite-difference check, from the secret seed (never sent to the
+    sandbox). A generator per step, through sha256: the directions the fresh sandbox has been sent tell nothing
+    about the next one (one generator's state can be recovered from its outputs), and it is checking while the
+    training sandbox still runs."""
+    digest = hashlib.sha256(f"{secret}/{label}/direction/{step}".encode()).digest()
     return torch.Generator().manual_seed(int.from_bytes(digest[:7], "big"))
 
 
@@ -291,7 +296,7 @@ class Trainer:
         """For a checked step, a unit direction over all parameters: half the returned gradient's, half random.
 
         Along the gradient's own direction a forged gradient shows at full size; the random half keeps the
-        sandbox from knowing the direction in advance. Called for the checked steps in order, on one generator.
+        sandbox from knowing the direction in advance.
         """
         grads = self.kept[step].get("grads", {})
         gnorm = sum(float(g.double().pow(2).sum()) for g in grads.values()) ** 0.5

@@ -126,14 +126,13 @@ def verify_stage(run: Stage, key: str, secret: str, track: str | None = None) ->
     (grader/feed.py)."""
     steps = sorted(run.trainer.check_steps)
     params = dict(run.params, steps=steps, eps=FD_EPS, track=track or run.params["track"], fed=True)
-    gen = direction_generator(secret, key)
     run.directions = {}
 
     def tensors(step: int) -> dict:
         trainer = run.trainer
         if step < 0:
             return {f"last/{k}": v for k, v in trainer.final_weights().items()}
-        run.directions[step] = trainer.direction(step, gen)  # in step order, on one generator
+        run.directions[step] = trainer.direction(step, direction_generator(secret, key, step))
         first = {f"first/{k}": v for k, v in trainer.first.items()} if step == steps[0] else {}
         return {**first, **{f"w{step}/{k}": v for k, v in trainer.kept[step]["weights"].items()},
                 **{f"d{step}/{k}": v for k, v in run.directions[step].items()}}

@@ -12,7 +12,7 @@ import torch
 
 from grader.feed import Feed
 from grader.harness.tensorbytes import encode_tensors
-from grader.trainer import Trainer, verification_steps
+from grader.trainer import Trainer, direction_generator, verification_steps
 
 WAIT_S = 0.3  # how long a question must stay unanswered to count as waiting
 
@@ -137,3 +137,15 @@ def test_which_steps_were_checked_so_far_tells_nothing_about_the_rest():
     means = {k: statistics.mean(v) for k, v in later_by_earlier.items() if len(v) >= 50}
     assert {0, 1, 2, 3, 4, 5} <= means.keys(), means
     assert max(means.values()) - min(means.values()) < 0.6, means  # about 3 later checks, whatever came before
+
+
+def test_each_checked_steps_direction_comes_from_its_own_seed():
+    """The fresh sandbox is sent each checked step's direction as it checks: one generator for all would let the
+    directions it has seen give away the next (a generator's state follows from its outputs)."""
+    draw = lambda step: torch.randn(1000, generator=direction_generator("secret", "training.run", step))  # noqa: E731
+    later_first = draw(95)
+    earlier = draw(41)
+    assert torch.equal(draw(95), later_first) and torch.equal(draw(41), earlier)  # whatever was drawn before
+    assert not torch.equal(earlier, later_first)
+    other = torch.randn(1000, generator=direction_generator("another secret", "training.run", 95))
+    assert not torch.equal(other, later_first)

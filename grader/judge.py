@@ -220,11 +220,10 @@ class Fresh:
         if self.error is not None:
             raise self.error
         more, info = self.found or ({}, {})
+        known = {**outcomes, **more}
         for stage in self.stages:
-            if stage.key in more and not unfinished(stage, {**outcomes, **more}):
-                continue
-            run = stage.needs[0] if stage.needs else stage.key
-            more[stage.key] = StageOutcome(stage.key, "skipped", f"needs {run}, which did not finish")
+            if stage.key not in more or unfinished(stage, known):
+                more[stage.key] = unfed(stage)
         if info:
             # how long the fresh sandbox went on after the first had ended: the part of it on the grading's path
             info.setdefault("timings", {})["after_s"] = round(max(0.0, (self.ended or first_ended) - first_ended), 3)
@@ -235,6 +234,12 @@ class Fresh:
         prepared = self._take()
         if prepared is not None:
             prepared.close()
+
+
+def unfed(stage) -> StageOutcome:
+    """A fresh stage's outcome when the training run it needs did not finish: skipped, naming that run."""
+    run = stage.needs[0] if stage.needs else stage.key
+    return StageOutcome(stage.key, "skipped", f"needs {run}, which did not finish")
 
 
 def unfinished(stage, outcomes: dict) -> bool:
@@ -357,8 +362,7 @@ def decide(check, ctx: Context, plan, outcomes: dict, graded: set = frozenset())
     graded: the ids of this grading's checks; a failed stage of one of them (not this one) makes this check skipped.
     """
     # a fresh stage ran alongside its training run, which then did not finish: skipped, as if it had not run
-    mine = {s.key: StageOutcome(s.key, "skipped", f"needs {s.feed.run.key}, which did not finish")
-            if unfinished(s, outcomes) else outcomes[s.key] for s in plan}
+    mine = {s.key: unfed(s) if unfinished(s, outcomes) else outcomes[s.key] for s in plan}
     duration = round(sum(o.duration_s for o in mine.values()), 4)
     stdout = printed_excerpt(mine.values())
     for stage in plan:

@@ -1,6 +1,6 @@
 """Run every benchmark in sequence, print the tables and write them to BENCHMARKS.md with the commands.
 
-    .venv/bin/python bench/run_all.py [--quick] [--only overhead,naive,idle,throughput,sandbox,training,rescore]
+    .venv/bin/python bench/run_all.py [--quick] [--only overhead,naive,idle,throughput,sandbox,training,rescore,fork]
                                       [--out BENCHMARKS.md]
 
 `make bench` runs it; `make bench QUICK=1` passes --quick (one submission, best of two rounds, fewer uploads). A
@@ -34,12 +34,13 @@ def commit() -> str:
         return "commit unknown (not a git checkout)"
     return f"commit {head}" + (" + local changes" if dirty else "")
 
-STEPS = ("overhead", "naive", "idle", "throughput", "sandbox", "training", "rescore")
+STEPS = ("overhead", "naive", "idle", "throughput", "sandbox", "training", "rescore", "fork")
 BURST = 40  # `make bench`'s burst with training (target 7): 200 would take most of its ~25 min budget alone
 # The scripts that print their own text: run as a subprocess, their output kept verbatim under this title.
 PRINTED = {"sandbox": "Sandbox backends against a bare process (bench/sandbox_overhead.py)",
            "training": "Training under the grader against the same loop in one process (bench/training_overhead.py)",
-           "rescore": "Rescoring 1000 stored results under a changed rubric (bench/rescore.py)"}
+           "rescore": "Rescoring 1000 stored results under a changed rubric (bench/rescore.py)",
+           "fork": "What a fork server would save: a sandbox forked from torch, against a cold one (bench/fork_probe.py)"}
 
 
 def commands(quick: bool) -> dict:
@@ -49,7 +50,8 @@ def commands(quick: bool) -> dict:
             "throughput": ["bench/throughput.py", *q, "--web", *([] if quick else ["--burst", str(BURST)])],
             "sandbox": ["bench/sandbox_overhead.py", "--runs", "1" if quick else "3"],
             "training": ["bench/training_overhead.py", "--repeat", "1" if quick else "2"],
-            "rescore": ["bench/rescore.py", "--repeat", "3"]}
+            "rescore": ["bench/rescore.py", "--repeat", "3"],
+            "fork": ["bench/fork_probe.py", "--rounds", "3" if quick else "5"]}
 
 
 def run_step(name: str, argv: list[str]) -> str:

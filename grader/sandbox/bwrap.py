@@ -13,15 +13,10 @@ from pathlib import Path
 
 from .cleanup import remove_tree
 from .isolation import cache_success
-
-# A few files from /etc that the dynamic loader and libc read; nothing with secrets.
-ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime", "/etc/nsswitch.conf",
-             "/etc/host.conf")
+from .zygote import ETC_FILES, SHM_MB, TMP_MB  # what the fork server's sandbox binds too
 # The namespaces every sandbox gets (mount comes with user); the report lists them as "namespaces:user,...".
 NAMESPACES = ("user", "ipc", "pid", "net", "uts")
 LAYER = "namespaces:user,mount,pid,ipc,net,uts"
-TMP_MB = 16
-SHM_MB = 64
 
 
 def executable() -> str | None:

@@ -4,28 +4,28 @@
 
 Issue 19's targets 7 (throughput with training) and 8 (an idle worker's memory) are bound by each sandbox
 importing torch afresh: about 1 s of CPU and a torch interpreter's memory per sandbox, two sandboxes per
-grading with training. This measures the alternative before anyone builds it. Interleaved round by round:
+grading with training. This measures the alternative before the grader uses it. Interleaved round by round:
 
 - cold: the process backend's sandbox started ahead (every layer: uid, rlimits, seccomp, cgroup, bubblewrap),
   from its start until the harness has imported torch and said hello, then closed;
-- forked: a zygote (the runner's interpreter, empty environment, torch imported, nothing run) forks a child that
-  takes the layers itself: new mount, pid, net, ipc and uts namespaces, a tmpfs root holding only /usr and the
-  interpreter read-only and tmpfs /tmp and scratch, pivot_root, rlimits, a uid of its own, then the seccomp
-  deny-list; it checks that (its uid, no socket, no /etc, nothing beside the interpreter's venv), reports ready
-  and runs a few steps of a transformer layer. No cgroup, no job files, no reaper as PID 1: this is a
-  measurement of the approach, not a sandbox the grader uses;
+- forked: a zygote (the runner's interpreter, empty environment, torch imported, nothing run) forks a sandbox
+  with grader/sandbox/zygote.py, which takes every layer itself (tests/sandbox/test_zygote.py checks each) but the
+  cgroup; it reports ready and then runs a few steps of a transformer layer. Not a sandbox the grader uses yet;
 - judge-born: the same zygote forked from a process that imported torch first (as a worker's judge would, before
   it reads any secret), for target 8's shape: what the three hold together against a bare `import torch`.
 
-Prints, per variant, the time to ready, the CPU it took (the cold sandbox's whole process tree; the forked
-child's own), and the memory (PSS: shared pages divided among the processes mapping them) at rest.
+Prints, per variant, the time to ready, the CPU its process tree took until then, and the memory (PSS: shared
+pages divided among the processes mapping them) at rest.
 Needs root (namespaces, pivot_root, setuid) and the runner interpreter.
 """
 import argparse
+import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -33,7 +33,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from grader.sandbox import Limits  # noqa: E402
+from grader.sandbox import Limits, zygote  # noqa: E402
+from grader.sandbox.bwrap import python_roots  # noqa: E402
 from grader.sandbox.process import ProcessSandbox  # noqa: E402
 from grader.sandbox.runner import runner_python  # noqa: E402
 from grader.sandbox.seccomp import deny_list_bpf  # noqa: E402
@@ -41,61 +42,17 @@ from common import save  # noqa: E402
 
 UID = 64999  # the probe's children: outside the grader's uid pool, owning no file
 
-# The zygote: stdlib and torch only (it runs in the runner's interpreter). One line on stdin per fork; the child
-# answers "ready <cpu s> <ms after fork>" on stdout, waits for a line on its own stdin pipe, then works and exits.
+# The zygote: grader/sandbox/zygote.py loaded by path, and torch (it runs in the runner's interpreter). For each
+# "fork" on stdin it spawns a sandbox, which says "ready <ms from spawn>" once isolated and waits for the go; the
+# zygote prints "ready <ms> <pid>", then on "go" lets it run a few steps of a transformer layer and prints "done".
 ZYGOTE = r'''
-import ctypes, os, resource, struct, sys, time
+import importlib.util, json, os, sys, time
+found = importlib.util.spec_from_file_location("zygote", sys.argv[1])
+zygote = importlib.util.module_from_spec(found)
+found.loader.exec_module(zygote)
+spec = json.loads(sys.argv[2])
 import torch
 torch.set_num_threads(1)
-libc = ctypes.CDLL(None, use_errno=True)
-libc.prctl.argtypes = (ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong)
-NS = 0x20000 | 0x4000000 | 0x8000000 | 0x20000000 | 0x40000000  # mount, uts, ipc, pid, net
-BIND, REC, PRIVATE, REMOUNT, RDONLY, NOSUID, NODEV = 4096, 16384, 1 << 18, 32, 1, 2, 4
-bpf = open(sys.argv[1], "rb").read()
-program = ctypes.create_string_buffer(bpf, len(bpf))
-fprog = ctypes.create_string_buffer(struct.pack("HxxxxxxP", len(bpf) // 8, ctypes.addressof(program)))
-
-def ok(r, what):
-    if r != 0:
-        raise OSError(ctypes.get_errno(), what)
-
-def mount(src, dst, fs, flags, data=None):
-    ok(libc.mount(src and src.encode(), dst.encode(), fs and fs.encode(), flags, data and data.encode()), dst)
-
-def isolate(uid):
-    ok(libc.unshare(NS), "unshare")
-    pid = os.fork()
-    if pid:  # PID 1 of the new namespace: when it exits, everything in it dies
-        os.waitpid(pid, 0)
-        os._exit(0)
-    mount(None, "/", None, REC | PRIVATE)
-    mount("tmpfs", "/tmp", "tmpfs", NOSUID | NODEV, "size=1m")  # this namespace's own: nothing left on the host
-    root = "/tmp/root"
-    os.mkdir(root)
-    mount("tmpfs", root, "tmpfs", NOSUID | NODEV, "size=1m,mode=755")
-    for path in ("/usr", sys.prefix, os.path.realpath(sys.base_prefix)):
-        if not os.path.isdir(root + path):
-            os.makedirs(root + path)
-            mount(path, root + path, None, BIND | REC)
-            mount(None, root + path, None, BIND | REMOUNT | RDONLY | NOSUID | NODEV)
-    for name in ("bin", "lib", "lib64", "sbin"):
-        if os.path.islink("/" + name):
-            os.symlink(os.readlink("/" + name), root + "/" + name)
-    for path, mb in (("/tmp", 16), ("/dev/shm", 64), ("/job/scratch", 64)):
-        os.makedirs(root + path)
-        mount("tmpfs", root + path, "tmpfs", NOSUID | NODEV, f"size={mb}m,mode=1777")
-    os.mkdir(root + "/proc")
-    mount("proc", root + "/proc", "proc", NOSUID | NODEV)
-    os.mkdir(root + "/old")
-    ok(libc.syscall(155, root.encode(), (root + "/old").encode()), "pivot_root")  # x86_64 SYS_pivot_root
-    os.chdir("/job/scratch")
-    ok(libc.umount2(b"/old", 2), "umount")
-    os.rmdir("/old")
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
-    os.setgroups([]); os.setgid(uid); os.setuid(uid)
-    ok(libc.prctl(38, 1, 0, 0, 0), "no_new_privs")
-    ok(libc.prctl(22, 2, ctypes.addressof(fprog), 0, 0), "seccomp")
 
 def work():
     torch.manual_seed(0)
@@ -104,45 +61,35 @@ def work():
     for _ in range(10):
         layer(x).sum().backward()
 
-if sys.argv[2] == "judge-born" and os.fork():
+if sys.argv[3] == "judge-born" and os.fork():
     # this process stands for the judge: it imported torch, forked the zygote before reading any secret, and idles
     sys.stdin.close()
     while True:
         time.sleep(3600)
 print("zygote ready", flush=True)
 for line in sys.stdin:
-    uid = int(line)
-    t0 = time.perf_counter()
+    out_r, out_w = os.pipe()
     go_r, go_w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(go_w)
-        try:
-            isolate(uid)
-            cpu = time.process_time()  # this process's own, from its fork (os.times ticks are 10 ms)
-            import socket
-            try:
-                socket.socket()
-                raise RuntimeError("socket() allowed")
-            except PermissionError:
-                pass
-            beside = os.listdir(os.path.dirname(sys.prefix))  # the venv's parent: a checkout, for the judge's
-            if os.getuid() != uid or os.path.exists("/etc") or beside != [os.path.basename(sys.prefix)]:
-                raise RuntimeError(f"not isolated: uid {os.getuid()}, / holds {sorted(os.listdir('/'))}")
-        except BaseException as exc:
-            print(f"failed {exc!r}", flush=True)
-            os._exit(1)
-        print(f"ready {cpu:.4f} {1e3 * (time.perf_counter() - t0):.2f} {os.getpid()}", flush=True)
+    spec["keep"] = [out_w, go_r]
+    t0 = time.perf_counter()
+
+    def target():
+        if os.getuid() != spec["uid"]:
+            raise SystemExit(3)
+        os.write(out_w, f"{1e3 * (time.perf_counter() - t0):.2f}".encode())
         os.read(go_r, 1)
         work()
-        os._exit(0)
+
+    pid = zygote.spawn(spec, target)
+    os.close(out_w)
     os.close(go_r)
-    print(f"child {pid}", flush=True)
-    if sys.stdin.readline().strip() == "go":
-        os.write(go_w, b"g")
-        os.close(go_w)
-        os.waitpid(pid, 0)
-        print("done", flush=True)
+    ready = os.read(out_r, 100).decode()
+    os.close(out_r)
+    print(f"ready {ready or 'failed'} {pid}", flush=True)
+    sys.stdin.readline()
+    os.write(go_w, b"g")
+    os.close(go_w)
+    print(f"done {os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])}", flush=True)
 '''
 
 
@@ -205,10 +152,11 @@ def cold_round(sandbox) -> dict:
 class Zygote:
     """The zygote's process (and, judge-born, the stand-in judge it was forked from)."""
 
-    def __init__(self, python: str, bpf: Path, mode: str):
+    def __init__(self, python: str, spec: dict, mode: str):
         t0 = time.perf_counter()
-        self.proc = subprocess.Popen([python, "-I", "-c", ZYGOTE, str(bpf), mode], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, text=True, env={}, cwd="/")
+        spec = dict(spec, roots=python_roots(python))
+        self.proc = subprocess.Popen([python, "-I", "-c", ZYGOTE, zygote.__file__, json.dumps(spec), mode],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env={}, cwd="/")
         if self.proc.stdout.readline().strip() != "zygote ready":
             raise RuntimeError("the zygote did not start")
         self.ready_s = time.perf_counter() - t0
@@ -216,26 +164,22 @@ class Zygote:
         self.pss_mb = pss_mb(tree(self.proc.pid))
 
     def fork(self) -> dict:
-        """One child, until it reports ready (isolated); memory at rest with the zygote's (and judge's)."""
+        """One sandbox, until it reports ready (isolated); its CPU and memory then, the zygote's (and judge's) with it."""
         t0 = time.perf_counter()
-        self.proc.stdin.write(f"{UID}\n")
+        self.proc.stdin.write("fork\n")
         self.proc.stdin.flush()
-        lines = {}
-        while len(lines) < 2:  # the zygote's "child PID" and the child's "ready ...", in either order
-            words = self.proc.stdout.readline().split()
-            if not words:
-                raise RuntimeError("the zygote ended")
-            if words[0] == "failed":
-                raise RuntimeError("the forked child could not isolate itself: " + " ".join(words[1:]))
-            lines[words[0]] = words
+        words = self.proc.stdout.readline().split()
         ready = time.perf_counter() - t0
+        if len(words) != 3 or words[1] == "failed":
+            raise RuntimeError(f"the forked sandbox did not get ready: {words}")
         time.sleep(0.5)
-        row = {"ready_s": ready, "cpu_s": float(lines["ready"][1]), "in_child_ms": float(lines["ready"][2]),
+        sandbox = tree(int(words[2]))
+        row = {"ready_s": ready, "in_child_ms": float(words[1]), "cpu_s": cpu_s(sandbox),
                "with_zygote_mb": pss_mb(tree(self.proc.pid))}
         self.proc.stdin.write("go\n")
         self.proc.stdin.flush()
-        if self.proc.stdout.readline().strip() != "done":
-            raise RuntimeError("the forked child did not finish")
+        if self.proc.stdout.readline().strip() != "done 0":
+            raise RuntimeError("the forked sandbox did not finish its work")
         return row
 
     def close(self) -> None:
@@ -262,14 +206,21 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     if os.geteuid() != 0:
         sys.exit("fork_probe needs root: namespaces, pivot_root and setuid")
-    bpf = Path(os.environ.get("TMPDIR", "/tmp")) / f"fork-probe-{os.getpid()}.bpf"
-    bpf.write_bytes(deny_list_bpf())
+    work = Path(tempfile.mkdtemp(prefix="fork-probe-"))  # 0700, root's: the filter's file and the job directory
+    (work / "filter.bpf").write_bytes(deny_list_bpf())
+    job = work / "job"
+    (job / "scratch").mkdir(parents=True)
+    os.chown(job, 0, UID)
+    os.chmod(job, 0o750)
+    os.chmod(work, 0o755)
+    spec = {"uid": UID, "job": str(job), "scratch_mb": 64, "files": 256, "pids": 64,
+            "seccomp": str(work / "filter.bpf")}
     zygotes = {}
     sandbox = ProcessSandbox()
     rows = {"cold": [], "runner": [], "judge-born": []}
     try:
-        zygotes["runner"] = Zygote(runner_python(), bpf, "runner")
-        zygotes["judge-born"] = Zygote(sys.executable, bpf, "judge-born")
+        zygotes["runner"] = Zygote(runner_python(), spec, "runner")
+        zygotes["judge-born"] = Zygote(sys.executable, spec, "judge-born")
         for _ in range(args.rounds):
             rows["cold"].append(cold_round(sandbox))
             for mode, z in zygotes.items():
@@ -282,17 +233,17 @@ def main(argv=None) -> None:
     finally:
         for z in zygotes.values():
             z.close()
-        bpf.unlink()
+        shutil.rmtree(work)
     med = lambda mode, key: statistics.median(r[key] for r in rows[mode])  # noqa: E731
     print(f"{args.rounds} rounds each, interleaved; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; "
-          "medians. CPU until ready: the cold sandbox's process tree's (/proc), the forked child's own. PSS: shared pages divided among the processes "
-          "that map them.\n")
+          "medians. CPU until ready: each sandbox's process tree's (/proc, in 10 ms ticks). PSS: shared pages divided "
+          "among the processes that map them.\n")
     print(f"{'':62} {'to ready ms':>12} {'CPU s':>8} {'PSS MB':>8}")
     print(f"{'cold: process sandbox started ahead (all layers), at rest':62} {1e3 * med('cold', 'ready_s'):12.0f} "
-          f"{med('cold', 'cpu_s'):8.3f} {med('cold', 'pss_mb'):8.1f}")
+          f"{med('cold', 'cpu_s'):8.2f} {med('cold', 'pss_mb'):8.1f}")
     print(f"{'forked: a child of the zygote, isolated (see above)':62} {1e3 * med('runner', 'ready_s'):12.1f} "
-          f"{med('runner', 'cpu_s'):8.3f}")
-    print(f"{'  of which in the child, from fork to isolated':62} {med('runner', 'in_child_ms'):12.1f}")
+          f"{med('runner', 'cpu_s'):8.2f}")
+    print(f"{'  of which in the zygote, from fork to isolated':62} {med('runner', 'in_child_ms'):12.1f}")
     z = zygotes["runner"]
     print(f"{'the zygote (runner interpreter, torch imported), once, at rest':62} {1e3 * z.ready_s:12.0f} "
           f"{'':>8} {z.pss_mb:8.1f}")

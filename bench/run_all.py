@@ -106,7 +106,8 @@ def fork_projection(ran: set, burst: dict) -> str:
     cores = os.cpu_count() or 1
     cpu = cores * 60 / burst["per_min"]  # the CPU seconds a grading took in the burst, both cores busy
     saved = cpu - 2 * (cold - forked)
-    return (f"a sandbox forked from a zygote holding torch takes {1e3 * forked:.0f} ms of CPU to be ready against "
+    took = f"{1e3 * forked:.0f} ms" if forked else "under 10 ms (one tick)"
+    return (f"a sandbox forked from a zygote holding torch takes {took} of CPU to be ready against "
             f"{cold:.2f} s cold (bench/fork_probe.py); with both of a grading's sandboxes forked, this burst's "
             f"{cpu:.1f} CPU s a grading would be {saved:.1f}: about "
             f"{cores * 60 / saved / burst['limit_per_min']:.2f} x (projected); the rest is the verification's own "

@@ -10,7 +10,7 @@ grading with training. This measures the alternative before the grader uses it. 
   from its start until the harness has imported torch and said hello, then closed;
 - forked: a zygote (the runner's interpreter, empty environment, torch imported, nothing run) forks a sandbox
   with grader/sandbox/zygote.py, which takes every layer itself (tests/sandbox/test_zygote.py checks each) but the
-  cgroup; it reports ready and then runs a few steps of a transformer layer. Not a sandbox the grader uses yet;
+  cgroup; it reports ready and then runs a few steps of a transformer layer (the opt-in fork server's spawn);
 - judge-born: the same zygote forked from a process that imported torch first (as a worker's judge would, before
   it reads any secret), for target 8's shape: what the three hold together against a bare `import torch`.
 
@@ -206,15 +206,14 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     if os.geteuid() != 0:
         sys.exit("fork_probe needs root: namespaces, pivot_root and setuid")
-    work = Path(tempfile.mkdtemp(prefix="fork-probe-"))  # 0700, root's: the filter's file and the job directory
-    (work / "filter.bpf").write_bytes(deny_list_bpf())
+    work = Path(tempfile.mkdtemp(prefix="fork-probe-"))  # the job directory's parent
     job = work / "job"
     (job / "scratch").mkdir(parents=True)
     os.chown(job, 0, UID)
     os.chmod(job, 0o750)
     os.chmod(work, 0o755)
     spec = {"uid": UID, "job": str(job), "scratch_mb": 64, "files": 256, "pids": 64,
-            "seccomp": str(work / "filter.bpf")}
+            "seccomp": deny_list_bpf().hex()}
     zygotes = {}
     sandbox = ProcessSandbox()
     rows = {"cold": [], "runner": [], "judge-born": []}

@@ -1,4 +1,5 @@
-"""The attack corpus, graded through the real judge on both sandbox backends, one property per test.
+"""The attack corpus, graded through the real judge on both sandbox backends (and the process backend's opt-in fork
+server), one property per test.
 
 For every attack (tests/attacks/*.py) and backend: the grader stays up, the other checks keep
 their verdict, the attacked check's status names what happened, nothing is left behind, and the
@@ -131,14 +132,27 @@ def attack_env():
 _graded: dict = {}
 
 
+# The process backend's sandboxes forked by its fork server (grader/sandbox/forkserver.py, opt-in): the same
+# layers taken another way, so the same corpus.
+FORKED = "process-fork"
+
+
+def recorder(backend: str) -> Recorder:
+    """The sandbox an attack is graded in: the process backend forked or started (whatever GRADER_SANDBOX_FORK says)."""
+    if backend == FORKED:
+        return Recorder("process", fork=True)
+    return Recorder(backend, fork=False) if backend == "process" else Recorder(backend)
+
+
 def graded(attack: str, backend: str, env: AttackEnv) -> dict:
     """Grade the attack, then at once the reference (the next submission), on one backend; cached."""
     key = (attack, backend)
     if key not in _graded:
-        require_backend(backend)
+        kind = "process" if backend == FORKED else backend
+        require_backend(kind)
         text = REFERENCE.read_text() + f"\n\n# ---- attack: {attack} ----\n" + env.fill((ATTACKS_DIR / f"{attack}.py").read_text())
-        sandbox = Recorder(backend)
-        options = Options(only=CHECKS, limits=Limits(**LIMITS), backend=backend)
+        sandbox = recorder(backend)
+        options = Options(only=CHECKS, limits=Limits(**LIMITS), backend=kind)
         started = time.monotonic()
         error = None
         try:
@@ -146,11 +160,11 @@ def graded(attack: str, backend: str, env: AttackEnv) -> dict:
         except Exception as exc:  # the property "the grader stays up" reports it
             report, error = None, f"{type(exc).__name__}: {exc}"
         elapsed = time.monotonic() - started
-        left = leftovers(backend, sandbox.runs[-1], sandbox.job_dirs[-1], sandbox.ended[-1]) if sandbox.runs \
+        left = leftovers(kind, sandbox.runs[-1], sandbox.job_dirs[-1], sandbox.ended[-1]) if sandbox.runs \
             else ["no sandbox run"]
-        nxt = Recorder(backend)
+        nxt = recorder(backend)
         next_report = grade_bytes(REFERENCE.read_bytes(), "reference_lm.py",
-                                  Options(only=("split_heads",), limits=Limits(**LIMITS), backend=backend), sandbox=nxt)
+                                  Options(only=("split_heads",), limits=Limits(**LIMITS), backend=kind), sandbox=nxt)
         _graded[key] = {"report": report, "error": error, "elapsed": elapsed, "left": left,
                         "run": sandbox.runs[-1] if sandbox.runs else None, "next": next_report}
     return _graded[key]
@@ -167,7 +181,8 @@ def checks(g: dict) -> dict:
     return {c["id"]: c for c in g["report"]["checks"]}
 
 
-MATRIX = [pytest.param(a, b.values[0], id=f"{a}-{b.id}", marks=b.marks) for a in ATTACKS for b in backend_params()]
+MATRIX = [pytest.param(a, b.values[0], id=f"{a}-{b.id}", marks=b.marks) for a in ATTACKS
+          for b in (*backend_params(), pytest.param(FORKED, id=FORKED))]
 
 
 @pytest.mark.parametrize("attack,backend", MATRIX)

@@ -32,7 +32,7 @@ def choose_backend(backend: str = "auto") -> tuple[str, str]:
 def make_sandbox(backend: str | None = None, **config) -> Sandbox:
     """The sandbox named by configuration: `process`, `docker`, or `auto` (also GRADER_SANDBOX, default auto).
 
-    config goes to the backend: image= for docker; python=, bwrap=, seccomp=, cgroup=, allow_weak= for process.
+    config goes to the backend: image= for docker; python=, bwrap=, seccomp=, cgroup=, allow_weak=, fork= for process.
     """
     backend = backend or os.environ.get("GRADER_SANDBOX", "auto")
     name, _ = choose_backend(backend)
@@ -40,4 +40,4 @@ def make_sandbox(backend: str | None = None, **config) -> Sandbox:
         from .docker import DockerSandbox
         return DockerSandbox(**{k: v for k, v in config.items() if k in ("image", "python", "uid")})
     return ProcessSandbox(**{k: v for k, v in config.items()
-                             if k in ("python", "bwrap", "seccomp", "cgroup", "allow_weak")})
+                             if k in ("python", "bwrap", "seccomp", "cgroup", "allow_weak", "fork")})

@@ -21,7 +21,7 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
-from . import bwrap, seccomp
+from . import bwrap, forkserver, seccomp
 from ..harness import wire
 from .base import (FrameCollector, Limits, Prepared, Sandbox, SandboxRun, low_priority, new_job_dir,
                    wait_for_hello)
@@ -223,10 +223,14 @@ class ProcessSandbox(Sandbox):
     name = "process"
 
     def __init__(self, python: str | None = None, bwrap: bool | None = None, seccomp: bool | None = None,
-                 cgroup: bool | None = None, allow_weak: bool | None = None):
+                 cgroup: bool | None = None, allow_weak: bool | None = None, fork: bool | None = None):
         # As root, each run gets a uid of its own from a pool: never the grader's, never another run's.
         self.privileged = os.geteuid() == 0
         self.python = python or runner_python()
+        # The fork server (forkserver.py): opt-in, as root; None reads GRADER_SANDBOX_FORK
+        if fork is None:
+            fork = os.environ.get("GRADER_SANDBOX_FORK", "").strip().lower() in ("1", "true", "yes", "on")
+        self.fork_server = forkserver.shared(self.python) if fork and self.privileged else None
         if self.privileged:
             check_reachable(self.python)
         # None: use the layer (refuse to grade without it); False: never (tests, benchmarks: needs allow_weak).
@@ -317,6 +321,9 @@ class ProcessSandbox(Sandbox):
         harness = [self.python, "-I", str(job_dir / "harness" / "main.py"), str(job_dir)]
         read_fd, write_fd = os.pipe()
         wire.widen(read_fd)  # the channel: a training step's answer in one write, not 64 KiB at a time
+        if self.fork_server is not None and use_bwrap and uid is not None:
+            run = _Running(uid, cgroup, record, job_dir / "harness.log", limits.memory_mb)
+            return self._fork(run, job_dir, limits, bpf, read_fd, write_fd)
         pass_fds = [write_fd]
         seccomp_fd = None
         if use_bwrap:
@@ -352,6 +359,31 @@ class ProcessSandbox(Sandbox):
                 cgroup.remove()
         run.proc = proc
         wire.widen(proc.stdin.fileno())  # the judge's replies (a training step's weights) in one write
+        run.collector = FrameCollector(os.fdopen(read_fd, "rb", buffering=0), limits.output_mb << 20,
+                                       run.forward, run.since_spawn).start()
+        return run
+
+    def _fork(self, run: "_Running", job_dir: Path, limits: Limits, bpf, read_fd: int, write_fd: int) -> "_Running":
+        """The same sandbox, forked by the zygote (every layer taken in the fork: zygote.spawn) rather than started."""
+        run.record["started"] = "forked by the fork server"  # the namespaces are its own, not bwrap's
+        stdin_r, stdin_w = os.pipe()
+        spec = {"uid": run.uid, "job": str(job_dir), "scratch_mb": limits.scratch_mb, "roots": bwrap.python_roots(
+            self.python), "files": limits.files, "pids": limits.pids, "nice": NICE if low_priority() else 0,
+            "cgroup_procs": run.cgroup.procs_files if run.cgroup is not None else [],
+            "seccomp": bpf.hex() if bpf is not None else ""}
+        try:
+            with open(run.log_path, "wb") as log:
+                run.proc = self.fork_server.spawn(spec, stdin_r, write_fd, log.fileno(), os.fdopen(stdin_w, "wb"))
+        except BaseException:
+            os.close(read_fd)
+            os.close(stdin_w)
+            if run.cgroup is not None:
+                run.cgroup.remove()
+            raise
+        finally:
+            os.close(stdin_r)
+            os.close(write_fd)
+        wire.widen(stdin_w)
         run.collector = FrameCollector(os.fdopen(read_fd, "rb", buffering=0), limits.output_mb << 20,
                                        run.forward, run.since_spawn).start()
         return run

@@ -1,7 +1,7 @@
 """A fork server's sandbox: a fork of a process that already holds torch takes every layer itself.
 
-Not used by the grader yet (docs/sandbox.md, "A fork server, in part built and not yet used"): bench/fork_probe.py
-measures it, tests/sandbox/test_zygote.py tries each layer. The process backend's sandbox imports torch afresh
+The opt-in fork server's (forkserver.py, docs/sandbox.md "The fork server"): bench/fork_probe.py measures it,
+tests/sandbox/test_zygote.py tries each layer. The process backend's sandbox imports torch afresh
 (about 0.9 s of CPU and a torch interpreter's memory each); a sandbox forked from a zygote, as root, isolates itself
 in about 15-25 ms: its cgroup, new mount, pid, net, ipc and uts namespaces, a filesystem of only what the harness
 needs (what bwrap.command() asks of bubblewrap), rlimits, nice, its own uid, no_new_privs, non-dumpable, and the
@@ -17,7 +17,8 @@ import struct
 NEWNS, NEWUTS, NEWIPC, NEWPID, NEWNET = 0x20000, 0x4000000, 0x8000000, 0x20000000, 0x40000000
 RDONLY, NOSUID, NODEV, REMOUNT, BIND, REC, PRIVATE = 1, 2, 4, 32, 4096, 16384, 1 << 18
 MNT_DETACH = 2
-PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 4, 38, 22, 2
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 1, 4, 38, 22, 2
+SIGKILL = 9
 SYS_PIVOT_ROOT = 155  # x86_64
 DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
 # Shared with bwrap.py, which binds the same for bubblewrap: a sandbox's /tmp and /dev/shm, and a few files from /etc
@@ -110,6 +111,7 @@ def drop(spec: dict, bpf: bytes | None) -> None:
     os.setgroups([])
     os.setgid(uid)
     os.setuid(uid)
+    _ok(_libc.prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0), "pdeathsig")  # the uid change cleared it; dies with its parent
     resource.setrlimit(resource.RLIMIT_NPROC, (spec["pids"], spec["pids"]))
     _ok(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
     _ok(_libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0), "non-dumpable")
@@ -138,16 +140,14 @@ def spawn(spec: dict, target) -> int:
 
     spec: uid, job (a directory, seen read-only; its scratch/ a tmpfs of scratch_mb), roots (more directories seen
     read-only: the interpreter's), files, pids, nice, keep (descriptors the target keeps), cgroup_procs (files to
-    write the sandbox's pid to), seccomp (a file holding the filter, read before anything else). Call as root.
+    write the sandbox's pid to), seccomp (the filter's bytes, in hex). Call as root.
     """
     pid = os.fork()
     if pid:
         return pid
     try:
-        bpf = None
-        if spec.get("seccomp"):
-            with open(spec["seccomp"], "rb") as fh:
-                bpf = fh.read()
+        _ok(_libc.prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0), "pdeathsig")  # dies with the zygote, and its sandbox too
+        bpf = bytes.fromhex(spec["seccomp"]) if spec.get("seccomp") else None
         for path in spec.get("cgroup_procs", ()):
             with open(path, "w") as fh:
                 fh.write(str(os.getpid()))
@@ -173,7 +173,11 @@ def spawn(spec: dict, target) -> int:
         except SystemExit as exc:
             os._exit(exc.code if isinstance(exc.code, int) else 1)
         except BaseException:
-            os._exit(1)
+            import traceback
+            try:
+                os.write(2, traceback.format_exc()[-4000:].encode())  # the log, when the target made fd 2 one
+            finally:
+                os._exit(1)
     # PID 1 of the namespace: reap every orphan until the target exits; everything else dies with it
     while True:
         try:
@@ -184,3 +188,41 @@ def spawn(spec: dict, target) -> int:
             continue
         if done == child:
             _exit_as(status)
+
+
+def serve(sock, target_for) -> None:
+    """The fork server's loop on a SOCK_SEQPACKET socket: each request (a JSON spec, the sandbox's descriptors) is
+    answered "started PID" (or "failed WHY"), and "exit PID CODE" follows when that sandbox has ended. target_for(spec,
+    fds) gives the sandbox's target. Ends when the worker closes its end."""
+    import json
+    import select
+    import socket
+    running = set()
+    while True:
+        ready, _, _ = select.select([sock], [], [], 0.05 if running else None)
+        while running:
+            try:
+                done, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if not done:
+                break
+            running.discard(done)
+            code = 128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+            sock.send(f"exit {done} {code}".encode())
+        if not ready:
+            continue
+        message, fds, _, _ = socket.recv_fds(sock, 1 << 16, 8)
+        if not message:
+            return
+        try:
+            spec = json.loads(message)
+            spec["keep"] = fds
+            pid = spawn(spec, target_for(spec, fds))
+            running.add(pid)
+            sock.send(f"started {pid}".encode())
+        except Exception as exc:  # the worker reports it; the zygote serves the next request
+            sock.send(f"failed {type(exc).__name__}: {exc}".encode())
+        finally:
+            for fd in fds:
+                os.close(fd)

@@ -92,16 +92,14 @@ def root_only():
 
 def new_job(tmp_path_factory):
     """A job directory laid out as the process backend does (root:uid 0750, scratch/ the uid's), its uid and the
-    seccomp filter's file; the uid is leased for as long as the context lasts."""
+    seccomp filter (hex); the uid is leased for as long as the context lasts."""
     with lease_uid() as uid:
         job_dir = tmp_path_factory.mktemp("zygote-job")
         (job_dir / "scratch").mkdir()
         (job_dir / "submission.py").write_text("TRACK = 'lm'\n")
         os.chown(job_dir, 0, uid)
         os.chmod(job_dir, 0o750)
-        bpf = job_dir.parent / f"{job_dir.name}.bpf"
-        bpf.write_bytes(seccomp.deny_list_bpf())
-        yield uid, job_dir, bpf
+        yield uid, job_dir, seccomp.deny_list_bpf().hex()
 
 
 @pytest.fixture
@@ -114,7 +112,7 @@ def sandboxed(job, target: str, preamble: str = "", python: str | None = None) -
     uid, job_dir, bpf = job
     python = python or runner_python()
     spec = {"uid": uid, "job": str(job_dir), "scratch_mb": SCRATCH_MB, "roots": python_roots(python), "files": 64,
-            "pids": 32, "seccomp": str(bpf)}
+            "pids": 32, "seccomp": bpf}
     code = ZYGOTE.format(preamble=textwrap.dedent(preamble), target=textwrap.dedent(target))
     proc = subprocess.run([python, "-I", "-c", code, zygote.__file__, json.dumps(spec)], capture_output=True,
                           text=True, timeout=120, env={}, cwd="/")

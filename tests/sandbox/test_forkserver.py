@@ -1,0 +1,115 @@
+"""The process backend's opt-in fork server (grader/sandbox/forkserver.py): the same grading, the same verdicts, and
+nothing outlives the worker. The attack corpus runs on it too (tests/test_attacks.py, `process-fork`)."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from grader.judge import Options, grade_file
+from grader.sandbox import Limits, forkserver
+from grader.sandbox.process import ProcessSandbox
+from tests.sandbox.support import layer_missing
+
+ROOT = Path(__file__).resolve().parents[2]
+REFERENCE = ROOT / "submissions" / "reference_lm.py"
+
+
+@pytest.fixture(autouse=True)
+def as_root():
+    if os.geteuid() != 0:
+        layer_missing("the fork server needs root (namespaces, pivot_root, setuid)")
+
+
+def verdicts(report: dict) -> list:
+    """What a student reads of each check, without the timings."""
+    return [{k: c.get(k) for k in ("id", "status", "message", "metrics", "score")} for c in report["checks"]]
+
+
+@pytest.mark.slow
+def test_a_forked_sandbox_grades_as_a_started_one():
+    options = Options(only=("split_heads", "attention_sdpa", "rope", "gradient_path", "causality", "padding",
+                            "kv_cache", "checkpoint_reload", "no_shortcuts", "training"))
+    forked = grade_file(REFERENCE, options, sandbox=ProcessSandbox(fork=True))
+    started = grade_file(REFERENCE, options, sandbox=ProcessSandbox(fork=False))
+    assert verdicts(forked) == verdicts(started)
+    assert all(c["status"] == "pass" for c in forked["checks"]), verdicts(forked)
+
+
+def test_the_zygote_holds_no_environment_and_is_restarted_when_gone():
+    sandbox = ProcessSandbox(fork=True)
+    first = sandbox.prepare(Limits())
+    try:
+        assert first.wait_ready(60)
+        zygote = sandbox.fork_server.proc
+        with open(f"/proc/{zygote.pid}/environ", "rb") as fh:
+            assert fh.read() == b"", "the zygote was given an environment"
+        assert first.running.record.get("started") == "forked by the fork server"
+    finally:
+        first.close()
+    zygote.kill()
+    zygote.wait(10)
+    again = sandbox.prepare(Limits())  # the next sandbox starts another zygote
+    try:
+        assert again.wait_ready(60)
+        assert sandbox.fork_server.proc.pid != zygote.pid
+    finally:
+        again.close()
+
+
+WORKER = """
+import json, sys, time
+sys.path.insert(0, {root!r})
+from grader.sandbox import Limits
+from grader.sandbox.process import ProcessSandbox
+sandbox = ProcessSandbox(fork=True)
+waiting = sandbox.prepare(Limits())
+assert waiting.wait_ready(60)
+print(json.dumps({{"zygote": sandbox.fork_server.proc.pid, "sandbox": waiting.running.proc.pid,
+                  "uid": waiting.running.uid}}), flush=True)
+time.sleep(600)
+"""
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def uid_processes(uid: int) -> list:
+    found = []
+    for p in os.listdir("/proc"):
+        try:
+            if p.isdigit() and os.stat(f"/proc/{p}").st_uid == uid:
+                found.append(int(p))
+        except FileNotFoundError:
+            pass
+    return found
+
+
+def test_nothing_outlives_a_killed_worker():
+    worker = subprocess.Popen([sys.executable, "-c", textwrap.dedent(WORKER.format(root=str(ROOT)))],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        seen = json.loads(worker.stdout.readline())
+        assert alive(seen["zygote"]) and uid_processes(seen["uid"])
+    finally:
+        worker.send_signal(signal.SIGKILL)
+        worker.wait(10)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and (alive(seen["zygote"]) or uid_processes(seen["uid"])):
+        time.sleep(0.1)
+    assert not alive(seen["zygote"]), "the zygote outlived its worker"
+    assert not alive(seen["sandbox"]) and uid_processes(seen["uid"]) == [], "a sandbox outlived its worker"
+
+
+def test_one_zygote_per_interpreter():
+    assert forkserver.shared(sys.executable) is forkserver.shared(sys.executable)

@@ -65,6 +65,9 @@ def _tmpfs(target: str, mb: int, mode: str, owner: int = 0) -> None:
 def build_root(spec: dict) -> None:
     """The sandbox's filesystem in a tmpfs, then pivot_root into it (in a new mount namespace, as root)."""
     _mount(None, "/", None, REC | PRIVATE)  # nothing mounted from here on reaches the host
+    # The directories made below must let the sandbox's uid through to its job whatever umask the zygote inherited
+    # (the service sets 077 for what it writes), as bwrap's are
+    os.umask(0o022)
     # Built on a tmpfs of this namespace's own over /dev/shm: never where a job or an interpreter lies (/tmp might
     # hold the job), and nothing of it is left on the host
     _tmpfs(BUILD, 1, "0700")

@@ -13,6 +13,7 @@ import pytest
 
 from grader.sandbox import seccomp, zygote
 from grader.sandbox.bwrap import python_roots
+from grader.sandbox.process import uid_processes
 from grader.sandbox.runner import runner_python
 from grader.sandbox.uids import lease_uid
 from tests.sandbox.support import layer_missing
@@ -72,7 +73,7 @@ zygote = importlib.util.module_from_spec(found)
 found.loader.exec_module(zygote)
 {preamble}
 read_fd, OUT = os.pipe()
-spec["keep"] = [OUT]
+spec["keep"] = [2, OUT]  # stderr kept: a target that raises leaves its traceback in the test's failure
 {target}
 pid = zygote.spawn(spec, target)
 os.close(OUT)
@@ -97,6 +98,7 @@ def new_job(tmp_path_factory):
         job_dir = tmp_path_factory.mktemp("zygote-job")
         (job_dir / "scratch").mkdir()
         (job_dir / "submission.py").write_text("TRACK = 'lm'\n")
+        os.chmod(job_dir / "submission.py", 0o644)  # as new_job_dir() does: the service's umask is 077
         os.chown(job_dir, 0, uid)
         os.chmod(job_dir, 0o750)
         yield uid, job_dir, seccomp.deny_list_bpf().hex()
@@ -115,20 +117,10 @@ def sandboxed(job, target: str, preamble: str = "", python: str | None = None) -
             "pids": 32, "seccomp": bpf}
     code = ZYGOTE.format(preamble=textwrap.dedent(preamble), target=textwrap.dedent(target))
     proc = subprocess.run([python, "-I", "-c", code, zygote.__file__, json.dumps(spec)], capture_output=True,
-                          text=True, timeout=120, env={}, cwd="/")
+                          text=True, timeout=120, env={}, cwd="/",
+                          umask=0o077)  # the service's umask, whatever the test's
     assert proc.returncode == 0, proc.stderr[-2000:]
     return {**json.loads(proc.stdout), "stderr": proc.stderr, "spec": spec}
-
-
-def uid_processes(uid: int) -> list:
-    found = []
-    for p in os.listdir("/proc"):
-        try:
-            if p.isdigit() and os.stat(f"/proc/{p}").st_uid == uid:
-                found.append(int(p))
-        except FileNotFoundError:
-            pass
-    return found
 
 
 @pytest.fixture(scope="module")
@@ -184,8 +176,8 @@ def test_cannot_mount_or_regain_privilege(seen):
 
 def test_limits_and_descriptors(seen):
     assert seen["nofile"] == 64 and seen["core"] == 0
-    # the kept one, and the one listdir opened to list them (the lowest free number)
-    assert seen["out"] in seen["fds"] and len(set(seen["fds"]) - {seen["out"]}) <= 1, seen["fds"]
+    # the kept ones (stderr, the report's), and the one listdir opened to list them (the lowest free number)
+    assert {2, seen["out"]} <= set(seen["fds"]) and len(set(seen["fds"]) - {2, seen["out"]}) <= 1, seen["fds"]
     assert seen["hostname"] == "sandbox"
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from grader.judge import Options, grade_file
 from grader.sandbox import Limits, forkserver
-from grader.sandbox.process import ProcessSandbox
+from grader.sandbox.process import ProcessSandbox, uid_processes
 from tests.sandbox.support import layer_missing
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -82,17 +82,6 @@ def alive(pid: int) -> bool:
             return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
     except FileNotFoundError:
         return False
-
-
-def uid_processes(uid: int) -> list:
-    found = []
-    for p in os.listdir("/proc"):
-        try:
-            if p.isdigit() and os.stat(f"/proc/{p}").st_uid == uid:
-                found.append(int(p))
-        except FileNotFoundError:
-            pass
-    return found
 
 
 def test_nothing_outlives_a_killed_worker():

@@ -255,6 +255,8 @@ def main(argv=None) -> str:
     parser.add_argument("--burst", type=int, default=None,
                         help=f"uploads in the burst with training, 2 workers (default {BURST}, quick {QUICK_BURST}; "
                              "0: none)")
+    parser.add_argument("--save-as", default="throughput",
+                        help="the results' name under build/bench/ (run_all's fork-server burst saves its own)")
     args = parser.parse_args(argv)
     n = args.n or (4 if args.quick else 8)
     n_burst = args.burst if args.burst is not None else (QUICK_BURST if args.quick else BURST)
@@ -343,7 +345,7 @@ def main(argv=None) -> str:
                  "Redis, process sandbox; the bare compute measured in the same run, just before.")
         blocks.insert(3, emit("Burst with training, 2 workers, against the compute limit", bnote + "\n\n" +
                               table(["", "value"], brows)))
-    save("throughput", {"checks": checks, "idle": idle, "results": {str(k): v for k, v in results.items()},
+    save(args.save_as, {"checks": checks, "idle": idle, "results": {str(k): v for k, v in results.items()},
                         "burst": b if n_burst else None})
     return "\n".join(blocks)
 

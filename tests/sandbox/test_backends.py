@@ -1,13 +1,19 @@
 """One interface, two backends: the same results for the references, limits reported alike, `auto` chooses sensibly."""
+import os
 import re
 import time
 
 import pytest
 
-from grader.judge import Options, grade_file
+from grader.checks import split_heads
+from grader.checks.base import Context
+from grader.configs import DEFAULT_SEED
+from grader.judge import Options, grade_file, write_job
+from grader.sandbox.base import new_job_dir
 from grader.sandbox import Limits, choose_backend, make_sandbox
 from grader.sandbox import docker as docker_backend
 from grader.sandbox.cgroup import detect
+from grader.source import read_source
 from tests.sandbox.support import Recorder, backend_params, layer_missing, leftovers, require_backend
 from tests.support.grading import REFERENCES
 
@@ -20,6 +26,22 @@ def reference_report(track: str, backend: str) -> dict:
         require_backend(backend)
         _reports[key] = grade_file(REFERENCES[track], Options(backend=backend))
     return _reports[key]
+
+
+# The process backend's started sandbox (bwrap, a fresh interpreter importing torch), whatever GRADER_SANDBOX_FORK
+# says: the tests below that rest on torch's import use it; the forked sandbox's own follow them.
+STARTED = {"process": {"fork": False}}
+
+
+def forked_sandbox() -> Recorder:
+    """The process backend's sandbox forked by the fork server (root only: namespaces, pivot_root, setuid)."""
+    if os.geteuid() != 0:
+        layer_missing("the fork server needs root (namespaces, pivot_root, setuid)")
+    return Recorder("process", fork=True)
+
+
+def forked(run) -> bool:
+    return run.layers.get("started") == "forked by the fork server"
 
 
 SECONDS = re.compile(r"\b\d+(\.\d+)? ?s\b")
@@ -57,7 +79,7 @@ def test_report_records_the_backend_and_its_limits(backend):
 def test_whole_sandbox_out_of_memory_is_reported(backend):
     """Importing torch does not fit in 48 MiB: the container or cgroup kills the harness, and the judge says so."""
     require_backend(backend)
-    sandbox = Recorder(backend)
+    sandbox = Recorder(backend, **STARTED.get(backend, {}))
     if backend == "process" and isinstance(detect(), str):
         layer_missing(f"no cgroup here to cap the whole sandbox: {detect()}")
     report = grade_file(REFERENCES["lm"], Options(only=("split_heads",), limits=Limits(memory_mb=48)), sandbox=sandbox)
@@ -67,14 +89,29 @@ def test_whole_sandbox_out_of_memory_is_reported(backend):
 
 
 @pytest.mark.slow
+def test_a_forked_sandbox_out_of_memory_is_reported(tmp_path):
+    """A forked sandbox is charged only the pages it touches (torch's are the zygote's): a submission that fills
+    96 MB as it is imported overflows 48 MiB, the cgroup kills the child importing it, and the check says so."""
+    sandbox = forked_sandbox()
+    if isinstance(detect(), str):
+        layer_missing(f"no cgroup here to cap the whole sandbox: {detect()}")
+    hog = tmp_path / "hog.py"
+    hog.write_text(REFERENCES["lm"].read_text() + "\n_FILLED = b'x' * (96 << 20)  # written, so charged\n")
+    report = grade_file(hog, Options(only=("split_heads",), limits=Limits(memory_mb=48)), sandbox=sandbox)
+    check = report["checks"][0]
+    assert forked(sandbox.runs[0]), sandbox.runs[0].layers
+    assert check["status"] == "oom" and "memory limit" in check["message"], check
+    assert sandbox.runs[0].layers["oom_kills"] >= 1, sandbox.runs[0].layers
+    assert leftovers("process", sandbox.runs[0], sandbox.job_dirs[0], sandbox.ended[0]) == []
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", backend_params())
 def test_wall_clock_kill_is_reported_and_leaves_nothing(backend):
     require_backend(backend)
-    from grader.judge import write_job
-    from grader.sandbox.base import new_job_dir
     job_dir = new_job_dir()
     write_job(job_dir, REFERENCES["lm"].read_text(), [], Options())
-    sandbox = Recorder(backend)
+    sandbox = Recorder(backend, **STARTED.get(backend, {}))
     started = time.monotonic()
     try:
         run = sandbox.run(job_dir, Limits(), wall_s=0.5)  # less than torch's import
@@ -84,6 +121,26 @@ def test_wall_clock_kill_is_reported_and_leaves_nothing(backend):
     assert time.monotonic() - started < 15
     assert run.killed and "budget" in run.killed, run.killed
     assert leftovers(backend, run, job_dir, sandbox.ended[0]) == []
+
+
+@pytest.mark.slow
+def test_a_forked_sandbox_past_its_wall_clock_is_killed_and_leaves_nothing():
+    """Forked, the harness is ready at once: a stage whose submission never finishes importing is what overruns."""
+    sandbox = forked_sandbox()
+    text = REFERENCES["lm"].read_text() + "\nwhile True:\n    pass\n"
+    stages = split_heads.plan(Context(DEFAULT_SEED, read_source(text.encode())))
+    job_dir = new_job_dir()
+    write_job(job_dir, text, stages, Options())
+    started = time.monotonic()
+    try:
+        run = sandbox.run(job_dir, Limits(), wall_s=1.0)
+    finally:
+        import shutil
+        shutil.rmtree(job_dir, ignore_errors=True)
+    assert forked(run), run.layers
+    assert time.monotonic() - started < 15
+    assert run.killed and "budget" in run.killed, run.killed
+    assert leftovers("process", run, job_dir, sandbox.ended[0]) == []
 
 
 def test_auto_takes_docker_when_an_engine_answers(monkeypatch):

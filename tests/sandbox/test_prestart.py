@@ -82,7 +82,11 @@ def gone(prepared, timeout_s: float = 10.0) -> list[str]:
 def kill_waiting(prepared) -> None:
     """Kill a waiting sandbox from outside, as the OOM killer or an operator might."""
     if hasattr(prepared, "running"):
-        os.killpg(prepared.running.proc.pid, signal.SIGKILL)
+        if prepared.running.record.get("started") == "forked by the fork server":
+            # not a group leader: the fork outside its namespaces, whose death takes the namespace's init with it
+            os.kill(prepared.running.proc.pid, signal.SIGKILL)
+        else:
+            os.killpg(prepared.running.proc.pid, signal.SIGKILL)
         prepared.running.proc.wait(10)
         return
     import docker
@@ -221,21 +225,29 @@ def test_a_waiting_harness_whose_judge_is_gone_exits_by_itself():
     assert gone(prepared) == []
 
 
-def harness_processes(job_dir) -> dict:
-    """pid -> (parent pid, argv) of each process running this job's harness: the harness and the children it forked
-    (bwrap and our init carry the harness's path too, but not as the script they run)."""
-    found = {}
-    for pid in filter(str.isdigit, os.listdir("/proc")):
+def running(pid: int) -> bool:
+    """Neither gone nor a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def harness_processes(prepared) -> tuple[int, list[int]]:
+    """The waiting harness and the children it forked, among its run uid's processes: the children are the leaves,
+    the harness their one parent (above it, each with one child: bwrap and our init when started, the namespace's
+    init when forked by the fork server, whose processes all carry the zygote's command line)."""
+    parents = {}
+    for pid in uid_processes(prepared.running.uid):
         try:
-            with open(f"/proc/{pid}/cmdline", "rb") as fh:
-                argv = fh.read().decode().split("\0")
             with open(f"/proc/{pid}/stat") as fh:
-                parent = int(fh.read().rsplit(")", 1)[1].split()[1])
+                parents[pid] = int(fh.read().rsplit(")", 1)[1].split()[1])
         except (OSError, IndexError, ValueError):
             continue
-        if argv[2:3] == [f"{job_dir}/harness/main.py"]:
-            found[int(pid)] = (parent, argv)
-    return found
+    leaves = [pid for pid in parents if pid not in parents.values()]
+    (harness,) = {parents[pid] for pid in leaves}
+    return harness, leaves
 
 
 def test_a_sandbox_started_ahead_forks_its_jobs_children_while_it_waits_and_they_hold_no_channel():
@@ -244,12 +256,12 @@ def test_a_sandbox_started_ahead_forks_its_jobs_children_while_it_waits_and_they
     prepared = sandbox_for("process").prepare(Limits())
     try:
         wait_for_hello(prepared)
-        procs = harness_processes(prepared.job_dir)
-        (harness,) = [pid for pid, (parent, _) in procs.items() if parent not in procs]
-        children = [pid for pid, (parent, _) in procs.items() if parent == harness]
-        assert len(children) == 2 and len(procs) == 3, procs
-        channel = os.readlink(f"/proc/{harness}/fd/{procs[harness][1][4]}")
+        harness, children = harness_processes(prepared)
+        assert len(children) == 2, children
+        # the channel's write end is the harness's; the judge holds the read end of the same pipe
+        channel = os.readlink(f"/proc/self/fd/{prepared.running.collector.stream.fileno()}")
         assert channel.startswith("pipe:"), channel
+        assert channel in [os.readlink(f"/proc/{harness}/fd/{fd}") for fd in os.listdir(f"/proc/{harness}/fd")]
         for pid in children:
             held = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
             assert channel not in held, f"child {pid} holds the channel: {held}"
@@ -262,12 +274,14 @@ def test_children_killed_while_the_sandbox_waits_cost_the_job_nothing():
     # an idle sandbox's forked children could be killed from outside (the memory limit's OOM killer, an operator):
     # the harness forks others when the job comes
     def kill_children(prepared):
-        procs = harness_processes(prepared.job_dir)
-        (harness,) = [pid for pid, (parent, _) in procs.items() if parent not in procs]
-        children = [pid for pid, (parent, _) in procs.items() if parent == harness]
-        assert len(children) == 2, procs
+        harness, children = harness_processes(prepared)
+        assert len(children) == 2, children
         for pid in children:
             os.kill(pid, signal.SIGKILL)
+        # dead before the job comes (SIGKILL lands a moment later; a forked sandbox takes its job at once)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(running(pid) for pid in children):
+            time.sleep(0.01)
     report = grade_started_ahead(REFERENCES["lm"].read_text(), CORRECTNESS, before=kill_children)
     assert report["summary"] == {"pass": 9}, report["checks"]
 

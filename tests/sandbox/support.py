@@ -123,3 +123,17 @@ def docker_leftovers(container: str, volume: str | None) -> list[str]:
     finally:
         client.close()
     return left
+
+
+def forked(layers: dict) -> bool:
+    """True when a run's record (SandboxRun.layers) says the fork server forked its sandbox."""
+    return layers.get("started") == "forked by the fork server"
+
+
+def alive(pid: int) -> bool:
+    """Neither gone nor a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False

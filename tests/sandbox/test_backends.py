@@ -14,7 +14,7 @@ from grader.sandbox import Limits, choose_backend, make_sandbox
 from grader.sandbox import docker as docker_backend
 from grader.sandbox.cgroup import detect
 from grader.source import read_source
-from tests.sandbox.support import Recorder, backend_params, layer_missing, leftovers, require_backend
+from tests.sandbox.support import Recorder, backend_params, forked, layer_missing, leftovers, require_backend
 from tests.support.grading import REFERENCES
 
 _reports: dict = {}
@@ -38,10 +38,6 @@ def forked_sandbox() -> Recorder:
     if os.geteuid() != 0:
         layer_missing("the fork server needs root (namespaces, pivot_root, setuid)")
     return Recorder("process", fork=True)
-
-
-def forked(run) -> bool:
-    return run.layers.get("started") == "forked by the fork server"
 
 
 SECONDS = re.compile(r"\b\d+(\.\d+)? ?s\b")
@@ -99,7 +95,7 @@ def test_a_forked_sandbox_out_of_memory_is_reported(tmp_path):
     hog.write_text(REFERENCES["lm"].read_text() + "\n_FILLED = b'x' * (96 << 20)  # written, so charged\n")
     report = grade_file(hog, Options(only=("split_heads",), limits=Limits(memory_mb=48)), sandbox=sandbox)
     check = report["checks"][0]
-    assert forked(sandbox.runs[0]), sandbox.runs[0].layers
+    assert forked(sandbox.runs[0].layers), sandbox.runs[0].layers
     assert check["status"] == "oom" and "memory limit" in check["message"], check
     assert sandbox.runs[0].layers["oom_kills"] >= 1, sandbox.runs[0].layers
     assert leftovers("process", sandbox.runs[0], sandbox.job_dirs[0], sandbox.ended[0]) == []
@@ -137,7 +133,7 @@ def test_a_forked_sandbox_past_its_wall_clock_is_killed_and_leaves_nothing():
     finally:
         import shutil
         shutil.rmtree(job_dir, ignore_errors=True)
-    assert forked(run), run.layers
+    assert forked(run.layers), run.layers
     assert time.monotonic() - started < 15
     assert run.killed and "budget" in run.killed, run.killed
     assert leftovers("process", run, job_dir, sandbox.ended[0]) == []

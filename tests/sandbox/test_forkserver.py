@@ -14,7 +14,7 @@ import pytest
 from grader.judge import Options, grade_file
 from grader.sandbox import Limits, forkserver
 from grader.sandbox.process import ProcessSandbox, uid_processes
-from tests.sandbox.support import layer_missing
+from tests.sandbox.support import alive, layer_missing
 
 ROOT = Path(__file__).resolve().parents[2]
 REFERENCE = ROOT / "submissions" / "reference_lm.py"
@@ -74,14 +74,6 @@ print(json.dumps({{"zygote": sandbox.fork_server.proc.pid, "sandbox": waiting.ru
                   "uid": waiting.running.uid}}), flush=True)
 time.sleep(600)
 """
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 def test_nothing_outlives_a_killed_worker():

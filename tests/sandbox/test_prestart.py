@@ -23,7 +23,7 @@ from grader.sandbox.process import uid_processes
 from grader.source import read_source
 from tests.test_known_bad import KNOWN_BAD
 from tests.support.grading import REFERENCES, ROOT, grade_started_ahead
-from tests.sandbox.support import backend_params, leftovers, require_backend
+from tests.sandbox.support import alive, backend_params, forked, leftovers, require_backend
 from tests.sandbox.support import docker_leftovers as support_docker_leftovers
 
 pytestmark = pytest.mark.slow
@@ -82,7 +82,7 @@ def gone(prepared, timeout_s: float = 10.0) -> list[str]:
 def kill_waiting(prepared) -> None:
     """Kill a waiting sandbox from outside, as the OOM killer or an operator might."""
     if hasattr(prepared, "running"):
-        if prepared.running.record.get("started") == "forked by the fork server":
+        if forked(prepared.running.record):
             # not a group leader: the fork outside its namespaces, whose death takes the namespace's init with it
             os.kill(prepared.running.proc.pid, signal.SIGKILL)
         else:
@@ -225,15 +225,6 @@ def test_a_waiting_harness_whose_judge_is_gone_exits_by_itself():
     assert gone(prepared) == []
 
 
-def running(pid: int) -> bool:
-    """Neither gone nor a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
-
-
 def harness_processes(prepared) -> tuple[int, list[int]]:
     """The waiting harness and the children it forked, among its run uid's processes: the children are the leaves,
     the harness their one parent (above it, each with one child: bwrap and our init when started, the namespace's
@@ -280,7 +271,7 @@ def test_children_killed_while_the_sandbox_waits_cost_the_job_nothing():
             os.kill(pid, signal.SIGKILL)
         # dead before the job comes (SIGKILL lands a moment later; a forked sandbox takes its job at once)
         deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and any(running(pid) for pid in children):
+        while time.monotonic() < deadline and any(alive(pid) for pid in children):
             time.sleep(0.01)
     report = grade_started_ahead(REFERENCES["lm"].read_text(), CORRECTNESS, before=kill_children)
     assert report["summary"] == {"pass": 9}, report["checks"]

@@ -31,6 +31,9 @@ def main(argv) -> None:
     import torch
     torch.set_num_threads(1)  # the harness sets both again in each sandbox (interop threads only there: once only)
     import probes  # noqa: F401  (imported once here, as the harness would import it after torch)
+    # the harness imports this one only for a root-cause stage, inside the sandbox, where the harness's folder is
+    # not mounted: it must be in sys.modules before the fork
+    import reference_parts  # noqa: F401
 
     def target_for(spec: dict, fds: list):
         def target():

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from grader.judge import Options, grade_file
+from grader.judge import Options, grade_bytes, grade_file
 from grader.sandbox import Limits, forkserver
 from grader.sandbox.process import ProcessSandbox, uid_processes
+from tests.feedback import bugs
 from tests.sandbox.support import alive, layer_missing
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,6 +41,19 @@ def test_a_forked_sandbox_grades_as_a_started_one():
     assert verdicts(forked) == verdicts(started)
     assert all(c["status"] == "pass" for c in forked["checks"]), verdicts(forked)
 
+
+
+@pytest.mark.slow
+def test_a_forked_sandbox_names_the_root_cause_a_started_one_names():
+    """The diagnosis's stages import the judge's contract functions inside the sandbox (harness/reference_parts.py),
+    where the harness's folder is not mounted: the zygote must have imported them before its fork."""
+    options = Options(only=("split_heads", "causality"))
+    text = bugs.source("merge_no_transpose_lm").encode()
+    forked = grade_bytes(text, options=options, sandbox=ProcessSandbox(fork=True))
+    started = grade_bytes(text, options=options, sandbox=ProcessSandbox(fork=False))
+    causes = [{c["id"]: c.get("root_cause") for c in r["checks"]} for r in (forked, started)]
+    assert causes[0] == causes[1]
+    assert causes[0]["causality"]["check"] == "split_heads", verdicts(forked)
 
 def test_the_zygote_holds_no_environment_and_is_restarted_when_gone():
     sandbox = ProcessSandbox(fork=True)

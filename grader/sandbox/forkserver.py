@@ -5,6 +5,7 @@ tens of milliseconds with torch already imported, where the default starts bubbl
 a second of CPU). The zygote runs the runner's interpreter as root with an empty environment, and holds nothing of
 the worker's: no setting, no job, no secret; it dies with the worker (and its sandboxes with it).
 """
+import atexit
 import json
 import os
 import shutil
@@ -63,19 +64,30 @@ def shared(python: str) -> "ForkServer":
         return _SHARED[python]
 
 
+@atexit.register
+def close_all() -> None:
+    """End every zygote of this process and remove its harness copy (the zygote also removes it when it sees this
+    process gone, however it ended)."""
+    with _SHARED_LOCK:
+        for server in _SHARED.values():
+            server.close()
+
+
 class ForkServer:
     """A zygote: started on first use (again if it died), asked for one sandbox at a time."""
 
     def __init__(self, python: str):
         self.python = python
         self.lock = threading.Lock()
-        self.proc = self.sock = None
+        self.proc = self.sock = self.harness = None
         self.started: list = []
         self.replied = threading.Condition()
         self.forked: dict[int, Forked] = {}
         self.exits: dict[int, int] = {}
 
     def _start(self) -> None:
+        if self.harness is not None:  # a zygote killed outright could not remove its own
+            shutil.rmtree(self.harness, ignore_errors=True)
         # the harness, root-owned and world-readable where every sandbox sees it (bound read-only like the interpreter)
         self.harness = Path(tempfile.mkdtemp(prefix="grader-zygote-"))
         shutil.copytree(HARNESS, self.harness / "harness", ignore=shutil.ignore_patterns("__pycache__"))
@@ -153,8 +165,10 @@ class ForkServer:
                 return forked
 
     def close(self) -> None:
-        if self.proc is not None:
+        """Kill the zygote (its sandboxes die with it) and remove its harness copy; the next spawn starts another."""
+        if self.proc is not None:  # no lock: at exit a spawn may hold it, and this must not wait for it
             self.sock.close()
             self.proc.kill()
             self.proc.wait(10)
             shutil.rmtree(self.harness, ignore_errors=True)
+            self.proc = None

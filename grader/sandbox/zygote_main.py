@@ -9,6 +9,7 @@ Stdlib, torch and the harness only: it runs in the runner's interpreter.
 """
 import importlib.util
 import os
+import shutil
 import socket
 import sys
 
@@ -53,7 +54,11 @@ def main(argv) -> None:
             harness.main(["main.py", spec["job"], str(CHANNEL_FD)])
         return target
 
-    zygote.serve(socket.socket(fileno=int(argv[3])), target_for)
+    try:
+        zygote.serve(socket.socket(fileno=int(argv[3])), target_for)
+    finally:
+        # the worker is gone (or closed us): nobody else removes the harness copy it made for us
+        shutil.rmtree(os.path.dirname(argv[1]), ignore_errors=True)
 
 
 if __name__ == "__main__":

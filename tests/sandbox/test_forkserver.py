@@ -55,6 +55,7 @@ def test_a_forked_sandbox_names_the_root_cause_a_started_one_names():
     assert causes[0] == causes[1]
     assert causes[0]["causality"]["check"] == "split_heads", verdicts(forked)
 
+
 def test_the_zygote_holds_no_environment_and_is_restarted_when_gone():
     sandbox = ProcessSandbox(fork=True)
     first = sandbox.prepare(Limits())
@@ -66,12 +67,14 @@ def test_the_zygote_holds_no_environment_and_is_restarted_when_gone():
         assert first.running.record.get("started") == "forked by the fork server"
     finally:
         first.close()
+    killed = sandbox.fork_server.harness
     zygote.kill()
     zygote.wait(10)
     again = sandbox.prepare(Limits())  # the next sandbox starts another zygote
     try:
         assert again.wait_ready(60)
         assert sandbox.fork_server.proc.pid != zygote.pid
+        assert not killed.exists(), "a killed zygote's harness copy was left when the next one started"
     finally:
         again.close()
 
@@ -85,7 +88,7 @@ sandbox = ProcessSandbox(fork=True)
 waiting = sandbox.prepare(Limits())
 assert waiting.wait_ready(60)
 print(json.dumps({{"zygote": sandbox.fork_server.proc.pid, "sandbox": waiting.running.proc.pid,
-                  "uid": waiting.running.uid}}), flush=True)
+                  "uid": waiting.running.uid, "harness": str(sandbox.fork_server.harness)}}), flush=True)
 time.sleep(600)
 """
 
@@ -100,9 +103,11 @@ def test_nothing_outlives_a_killed_worker():
         worker.send_signal(signal.SIGKILL)
         worker.wait(10)
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and (alive(seen["zygote"]) or uid_processes(seen["uid"])):
+    harness = Path(seen["harness"])
+    while time.monotonic() < deadline and (alive(seen["zygote"]) or uid_processes(seen["uid"]) or harness.exists()):
         time.sleep(0.1)
     assert not alive(seen["zygote"]), "the zygote outlived its worker"
+    assert not harness.exists(), "the zygote's harness copy outlived its worker"
     assert not alive(seen["sandbox"]) and uid_processes(seen["uid"]) == [], "a sandbox outlived its worker"
 
 

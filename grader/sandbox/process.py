@@ -10,6 +10,7 @@ A layer that cannot be had refuses the grading (IsolationMissing, naming the lay
 unless the operator allows weak sandboxes (GRADER_SANDBOX_ALLOW_WEAK=true, or allow_weak=True for tests
 and benchmarks); such a run is recorded as weak, with the missing layers, on every result.
 """
+import logging
 import os
 import resource
 import select
@@ -30,6 +31,8 @@ from .cleanup import remove_tree, sweep_sysv
 from .isolation import IsolationMissing, allow_weak_from_env, refusal
 from .runner import check_reachable, runner_python
 from .uids import lease_uid, quarantine
+
+logger = logging.getLogger(__name__)
 
 LOG_TAIL = 20000
 INIT = Path(__file__).with_name("sandbox_init.py")
@@ -305,8 +308,9 @@ class ProcessSandbox(Sandbox):
             record["missing"] = [f"{layer}: {why}" for layer, why in missing.items()]
         return cgroup, bpf, use_bwrap, record
 
-    def _start(self, uid, job_dir: Path, limits: Limits) -> "_Running":
-        """Start the harness with every layer; it imports torch, says hello, then waits on its stdin for the go."""
+    def _start(self, uid, job_dir: Path, limits: Limits, fork: bool = True) -> "_Running":
+        """Start the harness with every layer; it imports torch, says hello, then waits on its stdin for the go.
+        Forked by the fork server when there is one (fork=False: started all the same)."""
         scratch = job_dir / "scratch"
         if uid is not None:
             # The lease swept the uid (reclaim): anything a worker that died mid-run left is gone, or it was skipped.
@@ -321,9 +325,16 @@ class ProcessSandbox(Sandbox):
         harness = [self.python, "-I", str(job_dir / "harness" / "main.py"), str(job_dir)]
         read_fd, write_fd = os.pipe()
         wire.widen(read_fd)  # the channel: a training step's answer in one write, not 64 KiB at a time
-        if self.fork_server is not None and use_bwrap and uid is not None:
+        if fork and self.fork_server is not None and use_bwrap and uid is not None:
             run = _Running(uid, cgroup, record, job_dir / "harness.log", limits.memory_mb)
-            return self._fork(run, job_dir, limits, bpf, read_fd, write_fd)
+            try:
+                return self._fork(run, job_dir, limits, bpf, read_fd, write_fd)
+            except forkserver.ForkServerDown as exc:
+                # the worker's problem, never the student's: this grading starts its sandbox the usual way
+                logger.warning("%s; this sandbox is started instead", exc)
+                run = self._start(uid, job_dir, limits, fork=False)
+                run.record["fork_server"] = f"down ({exc}): started instead"
+                return run
         pass_fds = [write_fd]
         seccomp_fd = None
         if use_bwrap:

@@ -79,6 +79,24 @@ def test_the_zygote_holds_no_environment_and_is_restarted_when_gone():
         again.close()
 
 
+
+def test_a_sandbox_is_started_when_the_fork_server_is_down():
+    """A zygote that cannot run is the worker's problem: the grading gets a started sandbox and says why."""
+    sandbox = ProcessSandbox(fork=True)
+    sandbox.fork_server = forkserver.ForkServer("/bin/false")  # exits at once: every request fails
+    waiting = sandbox.prepare(Limits())
+    try:
+        assert waiting.wait_ready(60)
+        record = waiting.running.record
+        assert "started" not in record and "started instead" in record["fork_server"], record
+    finally:
+        waiting.close()
+    try:
+        report = grade_file(REFERENCE, Options(only=("split_heads",)), sandbox=sandbox)
+    finally:
+        sandbox.fork_server.close()
+    assert [c["status"] for c in report["checks"]] == ["pass"], verdicts(report)
+
 WORKER = """
 import json, sys, time
 sys.path.insert(0, {root!r})

@@ -43,6 +43,8 @@ STDOUT_EXCERPT = 2000
 TRAINS = ("train",)  # the probes that run backward passes (see probes.warm_up_training)
 LOG_LIMIT = 16 << 20
 CODE_FILE = "submission.code"  # the judge's compilation of submission.py: importlib's magic number, then marshal
+PF_EXITING = 0x4  # /proc/PID/stat's flags: the process has begun to exit
+SIGKILL_MASK = 1 << (signal.SIGKILL - 1)  # its bit in /proc/PID/status's pending-signal masks
 
 
 def set_nondumpable() -> None:
@@ -581,11 +583,14 @@ class Spare:
         os.close(order_r)
 
     def alive(self) -> bool:
-        """Still waiting for its order (one killed while it waited, say by the memory limit, is reaped here)."""
+        """Still waiting for its order (one killed while it waited, say by the memory limit, is reaped here; one
+        killed but not yet dead counts as dead: it would never run its order, and its stage would be charged)."""
         try:
-            return os.waitpid(self.pid, os.WNOHANG) == (0, 0)
+            if os.waitpid(self.pid, os.WNOHANG) != (0, 0):
+                return False
         except ChildProcessError:
             return False
+        return not dying(self.pid)
 
     def order(self, order: dict) -> None:
         """Tell it what to run (before any student code runs in it, so the pipe is ours)."""
@@ -651,6 +656,19 @@ def spare_main(job_dir, write_fd, order_r, probes, baseline):
         os._exit(0)
     os.close(order_r)
     child_main(stage, job_dir, write_fd, inputs_blob, prev_blob, probes, int(order["max_blob"]))
+
+
+def dying(pid: int, proc: str = "/proc") -> bool:
+    """A SIGKILL is pending for pid, or it is already exiting: dead, though not yet a zombie waitpid can reap. False
+    when /proc does not say (the spare is then ordered, as before)."""
+    try:
+        with open(f"{proc}/{pid}/stat", "rb") as fh:
+            flags = int(fh.read().rsplit(b")", 1)[1].split()[6])
+        with open(f"{proc}/{pid}/status", "rb") as fh:
+            pending = [int(line.split()[1], 16) for line in fh if line.startswith((b"SigPnd:", b"ShdPnd:"))]
+    except (OSError, ValueError, IndexError):
+        return False
+    return bool(flags & PF_EXITING) or any(mask & SIGKILL_MASK for mask in pending)
 
 
 def take(spares: list):

@@ -230,9 +230,9 @@ class ProcessSandbox(Sandbox):
         # As root, each run gets a uid of its own from a pool: never the grader's, never another run's.
         self.privileged = os.geteuid() == 0
         self.python = python or runner_python()
-        # The fork server (forkserver.py): opt-in, as root; None reads GRADER_SANDBOX_FORK
+        # The fork server (forkserver.py), as root: None reads GRADER_SANDBOX_FORK, on unless it says false
         if fork is None:
-            fork = os.environ.get("GRADER_SANDBOX_FORK", "").strip().lower() in ("1", "true", "yes", "on")
+            fork = os.environ.get("GRADER_SANDBOX_FORK", "").strip().lower() not in ("0", "false", "no", "off")
         self.fork_server = forkserver.shared(self.python) if fork and self.privileged else None
         if self.privileged:
             check_reachable(self.python)

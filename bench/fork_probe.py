@@ -1,4 +1,4 @@
-"""What a fork server would save: a sandbox forked from a process that already holds torch, against a cold one.
+"""What the fork server saves: a sandbox forked from a process that already holds torch, against a cold one.
 
     sudo .venv/bin/python bench/fork_probe.py [--rounds 5]
 
@@ -10,7 +10,8 @@ grading with training. This measures the alternative before the grader uses it. 
   from its start until the harness has imported torch and said hello, then closed;
 - forked: a zygote (the runner's interpreter, empty environment, torch imported, nothing run) forks a sandbox
   with grader/sandbox/zygote.py, which takes every layer itself (tests/sandbox/test_zygote.py checks each) but the
-  cgroup; it reports ready and then runs a few steps of a transformer layer (the opt-in fork server's spawn);
+  cgroup; it reports ready and then runs a few steps of a transformer layer (the fork server's spawn, the default
+  as root);
 - judge-born: the same zygote forked from a process that imported torch first (as a worker's judge would, before
   it reads any secret), for target 8's shape: what the three hold together against a bare `import torch`.
 

@@ -1,6 +1,6 @@
 """Run every benchmark in sequence, print the tables and write them to BENCHMARKS.md with the commands.
 
-    .venv/bin/python bench/run_all.py [--quick] [--only overhead,naive,idle,throughput,fork_burst,sandbox,training,rescore,fork]
+    .venv/bin/python bench/run_all.py [--quick] [--only overhead,naive,idle,throughput,started_burst,sandbox,training,rescore,fork]
                                       [--out BENCHMARKS.md]
 
 `make bench` runs it; `make bench QUICK=1` passes --quick (one submission, best of two rounds, fewer uploads). A
@@ -34,13 +34,13 @@ def commit() -> str:
         return "commit unknown (not a git checkout)"
     return f"commit {head}" + (" + local changes" if dirty else "")
 
-STEPS = ("overhead", "naive", "idle", "throughput", "fork_burst", "sandbox", "training", "rescore", "fork")
+STEPS = ("overhead", "naive", "idle", "throughput", "started_burst", "sandbox", "training", "rescore", "fork")
 BURST = 40  # `make bench`'s burst with training (target 7): 200 would take most of its ~30 min budget alone
 # The scripts that print their own text: run as a subprocess, their output kept verbatim under this title.
 PRINTED = {"sandbox": "Sandbox backends against a bare process (bench/sandbox_overhead.py)",
            "training": "Training under the grader against the same loop in one process (bench/training_overhead.py)",
            "rescore": "Rescoring 1000 stored results under a changed rubric (bench/rescore.py)",
-           "fork": "What a fork server would save: a sandbox forked from torch, against a cold one (bench/fork_probe.py)"}
+           "fork": "What the fork server saves: a sandbox forked from torch, against a cold one (bench/fork_probe.py)"}
 
 
 def commands(quick: bool) -> dict:
@@ -48,9 +48,9 @@ def commands(quick: bool) -> dict:
     return {"overhead": ["bench/overhead.py", *q], "naive": ["bench/naive_baseline.py", *q],
             "idle": ["bench/idle_service.py", *q],
             "throughput": ["bench/throughput.py", *q, "--web", *([] if quick else ["--burst", str(BURST)])],
-            # target 7's burst again with the opt-in fork server (its one- and two-worker runs kept to one upload)
-            "fork_burst": ["bench/throughput.py", *q, "--n", "1", *([] if quick else ["--burst", str(BURST)]),
-                           "--save-as", "throughput_fork"],
+            # target 7's burst again with the fork server off (its one- and two-worker runs kept to one upload)
+            "started_burst": ["bench/throughput.py", *q, "--n", "1", *([] if quick else ["--burst", str(BURST)]),
+                              "--save-as", "throughput_started"],
             "sandbox": ["bench/sandbox_overhead.py", "--runs", "1" if quick else "3"],
             "training": ["bench/training_overhead.py", "--repeat", "1" if quick else "2"],
             "rescore": ["bench/rescore.py", "--repeat", "3"],
@@ -64,24 +64,24 @@ def run_step(name: str, argv: list[str]) -> str:
         if proc.returncode:
             raise RuntimeError(proc.stderr[-1500:])
         return emit(PRINTED[name], "```\n" + proc.stdout.strip() + "\n```")
-    if name == "fork_burst":
-        return fork_burst(argv)
+    if name == "started_burst":
+        return started_burst(argv)
     module = {"overhead": "overhead", "naive": "naive_baseline", "idle": "idle_service",
               "throughput": "throughput"}[name]
     return __import__(module).main(argv[1:])
 
 
-def fork_burst(argv: list[str]) -> str:
-    """Target 7's burst with GRADER_SANDBOX_FORK=true (the workers inherit it): its table alone."""
-    os.environ["GRADER_SANDBOX_FORK"] = "true"
+def started_burst(argv: list[str]) -> str:
+    """Target 7's burst with GRADER_SANDBOX_FORK=false (the workers inherit it): its table alone."""
+    os.environ["GRADER_SANDBOX_FORK"] = "false"
     try:
         text = __import__("throughput").main(argv[1:])
     finally:
         del os.environ["GRADER_SANDBOX_FORK"]
     burst = text.split("### Burst with training", 1)[1].split("\n### ", 1)[0]
-    return emit("The same burst with the opt-in fork server (GRADER_SANDBOX_FORK=true)",
-                "Each sandbox forked from a zygote holding torch (grader/sandbox/forkserver.py) rather than started "
-                "and importing torch; otherwise as the burst above.\n\n" + burst.split("\n\n", 2)[2].strip())
+    return emit("The same burst with the fork server off (GRADER_SANDBOX_FORK=false)",
+                "Each sandbox started with bubblewrap and importing torch afresh, as before the fork server was the "
+                "default; otherwise as the burst above.\n\n" + burst.split("\n\n", 2)[2].strip())
 
 
 def load(name: str) -> dict | None:
@@ -109,32 +109,14 @@ WHY = {
        "themselves): polls made meanwhile wait behind the uploads, and each upload empties the kept status answers",
     7: "",
     8: "an idle worker holds two torch interpreters where the bare process has one: the judge's (the worker main "
-       "process and its pool process, forked from it) and the sandbox started ahead (a separate, unprivileged "
-       "interpreter, ready for the next upload)",
+       "process and its pool process, forked from it) and the fork server's zygote (a separate interpreter, the "
+       "runner's, started with an empty environment); the sandbox forked ahead from the zygote adds a few MB",
 }
 
 
-def fork_projection(ran: set, burst: dict) -> str:
-    """Target 7 with a fork server: this burst's rate were each of a grading's two sandbox starts a fork."""
-    f = load("fork_probe") if "fork" in ran else None
-    if not f or not burst.get("per_min"):
-        return ""
-    from common import med
-    cold, forked = med([r["cpu_s"] for r in f["rows"]["cold"]]), med([r["cpu_s"] for r in f["rows"]["runner"]])
-    cores = os.cpu_count() or 1
-    cpu = cores * 60 / burst["per_min"]  # the CPU seconds a grading took in the burst, both cores busy
-    saved = cpu - 2 * (cold - forked)
-    took = f"{1e3 * forked:.0f} ms" if forked else "under 10 ms (one tick)"
-    return (f"a sandbox forked from a zygote holding torch takes {took} of CPU to be ready against "
-            f"{cold:.2f} s cold (bench/fork_probe.py); with both of a grading's sandboxes forked, this burst's "
-            f"{cpu:.1f} CPU s a grading would be {saved:.1f}: about "
-            f"{cores * 60 / saved / burst['limit_per_min']:.2f} x (projected); the rest is the verification's own "
-            "compute and the judge's replay of each step (bench/NOTES.md)")
-
-
-def fork_measured(ran: set) -> str:
-    """Target 7 as this run measured it with the opt-in fork server, when it did."""
-    f = load("throughput_fork") if "fork_burst" in ran else None
+def started_measured(ran: set) -> str:
+    """Target 7 as this run measured it with the fork server off, when it did."""
+    f = load("throughput_started") if "started_burst" in ran else None
     fb = (f or {}).get("burst")
     if not fb:
         return ""
@@ -142,11 +124,10 @@ def fork_measured(ran: set) -> str:
     st = fb["once"]
     once = not (st["lost"] or st["not_done"] or st["twice"] or st["no_result"])
     starts = [(t.get("sandbox_start_s") or 0) + (t.get("torch_import_s") or 0) for t in fb.get("timings") or []]
-    return (f"the same burst with the opt-in fork server (GRADER_SANDBOX_FORK=true), measured in this run: "
-            f"{fb['ratio']:.2f} x ({fb['per_min']:.2f} of {fb['limit_per_min']:.2f}/min), "
-            f"{'each graded exactly once' if once else 'NOT each exactly once'}"
-            + (f", a sandbox ready in {med(starts):.2f} s p50" if starts else "")
-            + "; what remains is the verification's own compute and the judge's replay of each step (bench/NOTES.md)")
+    return (f"the same burst with the fork server off (GRADER_SANDBOX_FORK=false: each sandbox started, importing "
+            f"torch), measured in this run: {fb['ratio']:.2f} x ({fb['per_min']:.2f} of {fb['limit_per_min']:.2f}"
+            f"/min), {'each graded exactly once' if once else 'NOT each exactly once'}"
+            + (f", a sandbox ready in {med(starts):.2f} s p50" if starts else ""))
 
 
 def targets(ran: set, quick: bool) -> str:
@@ -231,12 +212,13 @@ def targets(ran: set, quick: bool) -> str:
         if starts and not ok7:
             from common import med
             note7 = "; ".join(x for x in (
-                f"each grading also starts its sandbox and imports torch in it ({med(starts):.1f} s p50, work the "
-                f"limit does not count) next to {b['bare_s']:.1f} s of compute; on a machine busy with other work "
-                "the sandboxes, at a low CPU weight, wait for the CPU", note7) if x)
-        fork = fork_measured(ran) or fork_projection(ran, b)
-        if fork and not ok7:
-            note7 = "; ".join(x for x in (note7, fork) if x)
+                f"each sandbox forked by the fork server, ready in {med(starts):.2f} s p50, next to "
+                f"{b['bare_s']:.1f} s of a grading's bare compute; what the limit does not count and remains is the "
+                "verification's own compute and the judge's replay of each training step (bench/NOTES.md)", note7)
+                if x)
+        started = started_measured(ran)
+        if started:
+            note7 = "; ".join(x for x in (note7, started) if x)
         if b["n"] < 200:
             note7 = "; ".join(x for x in (note7, f"{b['n']} uploads, not 200: " + (
                 "a quick run" if quick else f"200 would take about {200 / b['per_min']:.0f} min at this rate, beyond "
@@ -256,7 +238,7 @@ def targets(ran: set, quick: bool) -> str:
     note8 = (f"a torch process, a zygote it forked and the zygote's forked child hold {f['judge_born_mb']:.0f} MB "
              f"against a bare `import torch` process's {f['bare_mb']:.0f} MB, {f['judge_born_mb'] / f['bare_mb']:.2f} x "
              "(bench/fork_probe.py): the shape a fork server born of the judge's process would give" if f else "")
-    row(8, "memory per idle worker (sandbox started ahead) <= 1.25 x a bare `import torch` process (PSS, both "
+    row(8, "memory per idle worker (sandbox ready ahead) <= 1.25 x a bare `import torch` process (PSS, both "
            "measured at the same moment)", m8, ok8, note8)
     from common import table
     return emit("Targets (issue 19)", table(["#", "target", "measured", "", "why not met / note"], rows))

@@ -132,13 +132,13 @@ def attack_env():
 _graded: dict = {}
 
 
-# The process backend's sandboxes forked by its fork server (grader/sandbox/forkserver.py, opt-in): the same
-# layers taken another way, so the same corpus.
+# The process backend's sandboxes forked by its fork server (grader/sandbox/forkserver.py, its default as root):
+# the same layers taken another way, so the same corpus; `process` is the started sandbox.
 FORKED = "process-fork"
 
 
 def recorder(backend: str) -> Recorder:
-    """The sandbox an attack is graded in: the process backend forked or started (whatever GRADER_SANDBOX_FORK says)."""
+    """The sandbox an attack is graded in: the process backend forked or started, whatever GRADER_SANDBOX_FORK says."""
     if backend == FORKED:
         return Recorder("process", fork=True)
     return Recorder(backend, fork=False) if backend == "process" else Recorder(backend)

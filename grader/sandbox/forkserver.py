@@ -1,8 +1,8 @@
 """The worker's side of the fork server: one zygote per process, and each sandbox a fork of it (zygote.py).
 
-Opt-in (ProcessSandbox(fork=True), or GRADER_SANDBOX_FORK=true), as root only: a sandbox is then isolated in
-tens of milliseconds with torch already imported, where the default starts bubblewrap and imports torch afresh (about
-a second of CPU). The zygote runs the runner's interpreter as root with an empty environment, and holds nothing of
+The process backend's default as root (ProcessSandbox(fork=False), or GRADER_SANDBOX_FORK=false, turns it off): a
+sandbox is isolated in tens of milliseconds with torch already imported, where a started one runs bubblewrap and
+imports torch afresh (about a second of CPU). The zygote runs the runner's interpreter as root with an empty environment, and holds nothing of
 the worker's: no setting, no job, no secret; it dies with the worker (and its sandboxes with it).
 """
 import atexit

@@ -1,4 +1,4 @@
-"""The attack corpus, graded through the real judge on both sandbox backends (and the process backend's opt-in fork
+"""The attack corpus, graded through the real judge on both sandbox backends (and the process backend's fork
 server), one property per test.
 
 For every attack (tests/attacks/*.py) and backend: the grader stays up, the other checks keep

@@ -1,5 +1,6 @@
-"""The process backend's opt-in fork server (grader/sandbox/forkserver.py): the same grading, the same verdicts, and
-nothing outlives the worker. The attack corpus runs on it too (tests/test_attacks.py, `process-fork`)."""
+"""The process backend's fork server, its default as root (grader/sandbox/forkserver.py): the same grading, the
+same verdicts, and nothing outlives the worker. The attack corpus runs on it too (tests/test_attacks.py,
+`process-fork`)."""
 import json
 import os
 import signal

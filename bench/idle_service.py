@@ -61,7 +61,8 @@ def worker_parts(worker) -> dict[str, list[int]]:
     main = worker.proc.pid
     pools = tree.get(main, [])
     under = [p for pool in pools for p in descendants(pool, tree)]
-    zygotes = [p for p in under if is_zygote(p)]
+    # the zygote is a pool process's own child; its forked sandboxes keep its command line, one level further down
+    zygotes = [p for pool in pools for p in tree.get(pool, []) if is_zygote(p)]
     return {"worker main": [main], "worker pool process": pools, "fork server's zygote": zygotes,
             "sandbox ready ahead (all its processes)": [p for p in under if p not in zygotes]}
 

@@ -19,7 +19,7 @@ class FakeBackend:
     name = "process"
 
     def __init__(self):
-        self.started = []
+        self.started, self.forked = [], None
 
     def prepare(self, limits):
         self.started.append(FakePrepared(limits))
@@ -28,13 +28,18 @@ class FakeBackend:
 
 def early(monkeypatch, limits):
     backend = FakeBackend()
-    monkeypatch.setattr("grader.sandbox.make_sandbox", lambda name: backend)
+
+    def make_sandbox(name, fork=True):
+        backend.forked = fork
+        return backend
+    monkeypatch.setattr("grader.sandbox.make_sandbox", make_sandbox)
     return check_cli.StartedEarly("process", limits), backend
 
 
 def test_the_first_prepare_takes_the_sandbox_started_early(monkeypatch):
     limits = Limits(stage_s=5)
     sandbox, backend = early(monkeypatch, limits)
+    assert backend.forked is False, "a one-shot command starts its sandbox: it has no zygote to fork from"
     first = sandbox.prepare(limits)
     assert first is backend.started[0], "the grading's first sandbox is the one started with the command"
     second = sandbox.prepare(limits)

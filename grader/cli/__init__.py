@@ -12,7 +12,6 @@ import sys
 import click
 
 from . import check, client, feedback, instructor, roster, service
-from ..sandbox import forkserver
 
 
 @click.group(epilog=("The service's client: submit, status, results, regrade, rescore, export, roster import; "
@@ -58,6 +57,5 @@ def entry():
                 sys.stderr.flush()
             except OSError:
                 raise exc from None  # a closed pipe: the usual exit reports it
-            forkserver.close_all()  # its harness copy is the one folder atexit would have removed
             os._exit(exc.code or 0)  # every sandbox is closed and every job directory removed by now
         raise

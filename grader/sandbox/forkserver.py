@@ -2,8 +2,9 @@
 
 The process backend's default as root (ProcessSandbox(fork=False), or GRADER_SANDBOX_FORK=false, turns it off): a
 sandbox is isolated in tens of milliseconds with torch already imported, where a started one runs bubblewrap and
-imports torch afresh (about a second of CPU). The zygote runs the runner's interpreter as root with an empty environment, and holds nothing of
-the worker's: no setting, no job, no secret; it dies with the worker (and its sandboxes with it).
+imports torch afresh (about a second of CPU). The zygote runs the runner's interpreter as root with an empty
+environment, and holds nothing of the worker's: no setting, no job, no secret; it dies with the worker (and its
+sandboxes with it).
 """
 import atexit
 import json

@@ -1,6 +1,6 @@
 """A fork server's sandbox: a fork of a process that already holds torch takes every layer itself.
 
-The opt-in fork server's (forkserver.py, docs/sandbox.md "The fork server"): bench/fork_probe.py measures it,
+The fork server's (forkserver.py, docs/sandbox.md "The fork server"): bench/fork_probe.py measures it,
 tests/sandbox/test_zygote.py tries each layer. The process backend's sandbox imports torch afresh
 (about 0.9 s of CPU and a torch interpreter's memory each); a sandbox forked from a zygote, as root, isolates itself
 in about 15-25 ms: its cgroup, new mount, pid, net, ipc and uts namespaces, a filesystem of only what the harness

@@ -3,11 +3,15 @@
 The Celery app itself is the Flask app's (grader/app/queue.py, `celery_init_app`); Celery imports `worker.tasks`
 (and so this package) before it starts a worker, so the hooks below are connected before they fire.
 """
+import logging
+
 from celery import current_app
 from celery.signals import worker_init, worker_process_init, worker_process_shutdown
 from grader.sandbox import Limits
-from grader.sandbox.base import set_low_priority
+from grader.sandbox.base import lower_judge, set_low_priority
 from grader.sandbox.prestart import prestarted
+
+logger = logging.getLogger(__name__)
 
 
 @worker_init.connect(weak=False)
@@ -22,8 +26,11 @@ def after_fork(**_):
     app = current_app.flask_app
     # A pool child must not reuse the parent's database sockets.
     app.extensions["grader.db"].after_fork()
-    # This slot's sandboxes yield the CPU to the web and the database (grader/sandbox/base.py, issue 19).
-    set_low_priority(app.config.get("SANDBOX_LOW_PRIORITY", True))
+    # This slot's sandboxes, and its judge less so, yield the CPU to the web and the database (issue 19).
+    low = app.config.get("SANDBOX_LOW_PRIORITY", True)
+    set_low_priority(low)
+    if low:
+        logger.info("the judge's CPU priority: %s", lower_judge())
     if app.config.get("SANDBOX_PRESTART", True):
         _prestarter(app).start_next(Limits())  # the first job finds its sandbox started too (default limits)
 

@@ -27,6 +27,20 @@ def set_low_priority(on: bool) -> None:
 def low_priority() -> bool:
     return _LOW_PRIORITY[0]
 
+
+JUDGE_NICE = 5  # where no cgroup can hold the judge: below the web's nice 0, above the sandboxes' 19
+
+
+def lower_judge() -> str:
+    """This process (a worker's judge) yields the CPU to the web and the database, not to its sandboxes; what it got."""
+    from .cgroup import JUDGE, JUDGE_SHARES, join_judge_group
+    os.setpriority(os.PRIO_PROCESS, 0, max(JUDGE_NICE, os.getpriority(os.PRIO_PROCESS, 0)))
+    # nice alone counts only within this session's group of tasks (autogroup), and the web is another session
+    why_not = join_judge_group()
+    group = f"cpu group {JUDGE} (cpu.shares {JUDGE_SHARES})" if why_not is None else f"no cpu group: {why_not}"
+    return f"nice {os.getpriority(os.PRIO_PROCESS, 0)}, {group}"
+
+
 @dataclass
 class Limits:
     """Resource limits for one submission's sandbox; each one reached is reported."""

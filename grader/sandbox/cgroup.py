@@ -8,7 +8,8 @@ without, and the run records that.
 A run of low priority (base.low_priority(): a service's worker) also joins a group of the cgroup v1 cpu controller,
 under PARENT, whose cpu.shares CPU_SHARES (a nice-0 task has 1024; nice 19 is 15) holds all such sandboxes together:
 they take every core nobody else wants and yield at once to the web, the database and the workers (issue 19); a
-student cannot leave the group (its files are root's). On cgroup v2 only the nice level (process.py) applies: its
+student cannot leave the group (its files are root's). A worker's judge (its pool process) joins JUDGE, whose
+shares lie between: it yields to the web and the database, and still comes before the sandboxes it checks. On cgroup v2 only the nice level (process.py) applies: its
 single hierarchy would put the weight on every sandbox's parent, `grader check`'s too (not done: v2 untested here).
 Other runs stay out of the cpu controller and are scheduled like any other session. CPU is bounded per stage by
 RLIMIT_CPU and the wall clock.
@@ -24,6 +25,12 @@ from .isolation import cache_success
 ROOT = Path("/sys/fs/cgroup")
 PARENT = "grader-sandbox"
 CPU_SHARES = 16  # cgroup v1 cpu.shares (2-262144; a nice-0 task is 1024): nice 19 is 15
+
+
+# A worker's judge (its pool process) between the two (issue 19): its replay of each training step yields to the web
+# and the database (a nice-0 task is 1024) and still comes before the sandboxes (CPU_SHARES), whose steps it checks.
+JUDGE = "grader-judge"
+JUDGE_SHARES = 256  # about nice 6
 
 
 class CgroupUnavailable(RuntimeError):
@@ -89,6 +96,22 @@ def detect() -> tuple[str, dict] | str:
     if "memory" not in dirs:
         return "no cgroup memory controller is mounted"
     return "v1", dirs
+
+
+def join_judge_group() -> str | None:
+    """Move this process (and the children it starts) into the cgroup v1 cpu group JUDGE; None, or why it could not."""
+    if os.geteuid() != 0:
+        return "cgroups need root"
+    group = ROOT / "cpu" / JUDGE
+    if not (group.parent / "cgroup.procs").exists():
+        return "no cgroup v1 cpu controller is mounted"
+    try:
+        group.mkdir(exist_ok=True)
+        _write(group / "cpu.shares", JUDGE_SHARES)
+        _write(group / "cgroup.procs", os.getpid())  # v1: the whole process, every thread
+    except OSError as exc:
+        return f"the cpu controller is not writable here: {exc}"
+    return None
 
 
 def reap_stale(parents: dict) -> None:

@@ -157,3 +157,19 @@ def test_an_upload_through_the_api_is_graded_in_a_sandbox_container_as_grader_ch
     assert comparable(report) == comparable(expected), "the stack graded differently from grader check"
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     (ARTIFACTS / "compose.json").write_text(json.dumps(stack["timings"], indent=2))
+
+
+def test_the_workers_yield_the_cpu_to_the_web_and_their_sandboxes_to_them(stack):
+    """cpu.shares of each container (a nice-0 task's are 1024): web first, then the workers, their sandboxes last."""
+    from grader.sandbox.cgroup import JUDGE_SHARES
+    from grader.sandbox.docker import CPU_SHARES
+
+    def shares(service: str) -> list[int]:
+        ids = run(stack["compose"] + ["ps", "-q", service], env=stack["env"]).stdout.split()
+        return [int(run(["docker", "inspect", "-f", "{{.HostConfig.CpuShares}}", i]).stdout) for i in ids]
+    assert shares("worker") == [JUDGE_SHARES] * WORKERS
+    assert all(s in (0, 1024) for s in shares("web")), "the web keeps the default weight (0 reads as 1024)"
+    sandboxes = sandbox_containers()
+    assert sandboxes, "each worker keeps a sandbox container started ahead"
+    assert {int(run(["docker", "inspect", "-f", "{{.HostConfig.CpuShares}}", i]).stdout) for i in sandboxes} == \
+        {CPU_SHARES}

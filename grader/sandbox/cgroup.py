@@ -9,8 +9,9 @@ A run of low priority (base.low_priority(): a service's worker) also joins a gro
 under PARENT, whose cpu.shares CPU_SHARES (a nice-0 task has 1024; nice 19 is 15) holds all such sandboxes together:
 they take every core nobody else wants and yield at once to the web, the database and the workers (issue 19); a
 student cannot leave the group (its files are root's). A worker's judge (its pool process) joins JUDGE, whose
-shares lie between: it yields to the web and the database, and still comes before the sandboxes it checks. On cgroup v2 only the nice level (process.py) applies: its
-single hierarchy would put the weight on every sandbox's parent, `grader check`'s too (not done: v2 untested here).
+shares lie between: it yields to the web and the database, and still comes before the sandboxes it checks. On cgroup
+v2 only the nice level (process.py) applies: its single hierarchy would put the weight on every sandbox's parent,
+`grader check`'s too (not done: v2 untested here).
 Other runs stay out of the cpu controller and are scheduled like any other session. CPU is bounded per stage by
 RLIMIT_CPU and the wall clock.
 """

@@ -164,12 +164,13 @@ def test_the_workers_yield_the_cpu_to_the_web_and_their_sandboxes_to_them(stack)
     from grader.sandbox.cgroup import JUDGE_SHARES
     from grader.sandbox.docker import CPU_SHARES
 
-    def shares(service: str) -> list[int]:
-        ids = run(stack["compose"] + ["ps", "-q", service], env=stack["env"]).stdout.split()
-        return [int(run(["docker", "inspect", "-f", "{{.HostConfig.CpuShares}}", i]).stdout) for i in ids]
-    assert shares("worker") == [JUDGE_SHARES] * WORKERS
-    assert all(s in (0, 1024) for s in shares("web")), "the web keeps the default weight (0 reads as 1024)"
+    def shares(containers) -> list[int]:
+        return [int(run(["docker", "inspect", "-f", "{{.HostConfig.CpuShares}}", i]).stdout) for i in containers]
+
+    def service(name: str) -> list[str]:
+        return run(stack["compose"] + ["ps", "-q", name], env=stack["env"]).stdout.split()
+    assert shares(service("worker")) == [JUDGE_SHARES] * WORKERS
+    assert all(s in (0, 1024) for s in shares(service("web"))), "the web keeps the default weight (0 reads as 1024)"
     sandboxes = sandbox_containers()
     assert sandboxes, "each worker keeps a sandbox container started ahead"
-    assert {int(run(["docker", "inspect", "-f", "{{.HostConfig.CpuShares}}", i]).stdout) for i in sandboxes} == \
-        {CPU_SHARES}
+    assert set(shares(sandboxes)) == {CPU_SHARES}

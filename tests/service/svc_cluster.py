@@ -34,6 +34,19 @@ def wait_for(predicate, timeout: float, interval: float = 0.2, what: str = "cond
         time.sleep(interval)
 
 
+def children(pid: int) -> list[int]:
+    """The processes whose parent is pid, from /proc."""
+    found = []
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                if int(fh.read().rsplit(")", 1)[1].split()[1]) == pid:
+                    found.append(int(entry))
+        except (OSError, IndexError, ValueError):
+            continue
+    return found
+
+
 class RedisServer:
     """redis-server on a spare port, without persistence: a restart loses every queued job, the worst case."""
 

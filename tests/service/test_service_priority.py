@@ -8,28 +8,17 @@ import pytest
 from grader.sandbox.base import JUDGE_NICE
 from grader.sandbox.cgroup import JUDGE, JUDGE_SHARES, ROOT
 from grader.sandbox.process import NICE
-from .svc_cluster import Worker, cluster_app, wait_for
+from tests.ci import missing
+from .svc_cluster import Worker, children, cluster_app, wait_for
 
 pytestmark = pytest.mark.slow
-
-
-def children(pid: int) -> list[int]:
-    """pid's child processes (every thread's)."""
-    found = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        found += [int(c) for c in (task / "children").read_text().split()]
-    return found
 
 
 def descendants(pid: int) -> list[int]:
     out, todo = [], children(pid)
     while todo:
-        child = todo.pop()
-        out.append(child)
-        try:
-            todo += children(child)
-        except FileNotFoundError:
-            pass  # ended meanwhile
+        out.append(todo.pop())
+        todo += children(out[-1])
     return out
 
 
@@ -57,7 +46,7 @@ def cpu_group(pid: int) -> str:
 @pytest.mark.parametrize("low", [True, False], ids=["default", "SANDBOX_LOW_PRIORITY=false"])
 def test_a_workers_judge_yields_to_the_web_and_its_sandboxes_to_the_judge(pg_url, tmp_path, low):
     if os.geteuid() != 0:
-        pytest.skip("the sandboxes run as other uids only as root")
+        missing("the sandboxes run as other uids, and the judge's cpu group is made, only as root")
     app, redis, env = cluster_app(pg_url, tmp_path, {"SANDBOX_LOW_PRIORITY": low})
     worker = Worker("priority", env, tmp_path)
     try:

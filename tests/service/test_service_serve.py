@@ -8,23 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from .svc_cluster import BIN, Http, free_port, wait_for
+from .svc_cluster import BIN, Http, children, free_port, wait_for
 from .svc_helpers import make_app, make_course
 
 REFERENCE = (Path(__file__).resolve().parents[2] / "submissions" / "reference_lm.py").read_bytes()
-
-
-def children(pid: int) -> list[int]:
-    """The processes whose parent is pid, from /proc."""
-    found = []
-    for entry in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{entry}/stat") as fh:
-                if int(fh.read().rsplit(")", 1)[1].split()[1]) == pid:
-                    found.append(int(entry))
-        except (OSError, IndexError, ValueError):
-            continue
-    return found
 
 
 def get(port: int, path: str, headers: dict | None = None) -> http.client.HTTPResponse:

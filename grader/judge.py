@@ -325,11 +325,16 @@ def collect(run, stages, read: dict | None = None) -> dict:
             outcomes[stage.key] = StageOutcome(stage.key, run.killed_kind or "crash", run.killed)
         elif stage.key in started:
             outcomes[stage.key] = StageOutcome(stage.key, "missing", f"the sandbox died during this check "
-                                                                    f"(exit code {run.exit_code})")
+                                                                    f"({ended_how(run)})")
         else:
-            why = f": {run.killed}" if run.killed else f" (exit code {run.exit_code})"
+            why = f": {run.killed}" if run.killed else f" ({ended_how(run)})"
             outcomes[stage.key] = StageOutcome(stage.key, "missing", f"the sandbox stopped before this check started{why}")
     return outcomes
+
+
+def ended_how(run) -> str:
+    """The exit code, or (a run returned at the harness's done frame, exit not waited for) that it said done."""
+    return f"exit code {run.exit_code}" if run.exit_code is not None else "it said done before this check ended"
 
 
 def _text(value, limit=2000) -> str:

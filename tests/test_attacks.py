@@ -138,10 +138,11 @@ FORKED = "process-fork"
 
 
 def recorder(backend: str) -> Recorder:
-    """The sandbox an attack is graded in: the process backend forked or started, whatever GRADER_SANDBOX_FORK says."""
+    """The sandbox an attack is graded in: the process backend forked or started, whatever GRADER_SANDBOX_FORK says,
+    either way started ahead as a worker's (its run returned at the done frame, the teardown after)."""
     if backend == FORKED:
-        return Recorder("process", fork=True)
-    return Recorder(backend, fork=False) if backend == "process" else Recorder(backend)
+        return Recorder("process", ahead=True, fork=True)
+    return Recorder(backend, ahead=True, fork=False) if backend == "process" else Recorder(backend)
 
 
 def graded(attack: str, backend: str, env: AttackEnv) -> dict:

@@ -57,5 +57,7 @@ def entry():
                 sys.stderr.flush()
             except OSError:
                 raise exc from None  # a closed pipe: the usual exit reports it
+            from grader.sandbox.base import settle  # imported already by the check
+            settle()  # a sandbox closed in the background (its job done) is killed, swept and removed first
             os._exit(exc.code or 0)  # every sandbox is closed and every job directory removed by now
         raise

@@ -12,7 +12,7 @@ import logging
 import queue
 import threading
 
-from .base import Limits, Prepared, Sandbox
+from .base import Limits, Prepared, Sandbox, settle
 
 log = logging.getLogger(__name__)
 
@@ -65,14 +65,16 @@ class Prestarter(Sandbox):
         return prepared
 
     def start_next(self, limits: Limits) -> None:
-        """Start a sandbox for the next job (once the previous one is closed, so the two never compete)."""
+        """Start a sandbox for the next job, once the previous one is closed (or, done, being torn down: a few ms)."""
         with self.lock:
             if self.pending is None and not self.closed:
                 self.pending = _Pending(limits)
                 self.requests.put(self.pending)
 
     def wait_ready(self, timeout_s: float = 60.0) -> bool:
-        """Until the sandbox started ahead (if any) has imported torch: for benchmarks, which must not time it."""
+        """Until the sandbox started ahead (if any) has imported torch and the last one is torn down: for benchmarks,
+        which must time neither."""
+        settle()
         with self.lock:
             pending = self.pending
         prepared = pending.result() if pending is not None else None

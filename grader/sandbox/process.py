@@ -399,8 +399,9 @@ class ProcessSandbox(Sandbox):
                                        run.forward, run.since_spawn).start()
         return run
 
-    def _finish(self, run: "_Running", wall_s: float, on_frame, ahead: bool = False) -> SandboxRun:
-        """Give the go, collect frames, enforce the wall clock (from the go), then kill and remove whatever is left."""
+    def _finish(self, run: "_Running", wall_s: float, on_frame, ahead: bool = False, early: bool = False) -> SandboxRun:
+        """Give the go, collect frames, enforce the wall clock (from the go), then kill and remove whatever is left.
+        early: return once the harness's done frame is in and leave the rest to _teardown (StartedAhead.close)."""
         proc, collector = run.proc, run.collector
         for header, blob in list(collector.frames):  # only hello can have come before the go
             if on_frame:
@@ -417,18 +418,25 @@ class ProcessSandbox(Sandbox):
             pass  # the harness is gone already: the frames say what happened
         killed = kind = None
         try:
-            wait_exit(proc, wall_s)
+            # After its done frame the harness only reaps its children and exits (20-50 ms of a torch process's
+            # teardown): nothing the judge reads. A done frame forged early by the submission ends its own run.
+            if early and collector.wait_done(wall_s):
+                run.lingering = True
+            else:
+                wait_exit(proc, max(0.0, go_at + wall_s - time.monotonic()))
         except subprocess.TimeoutExpired:
             killed = f"the sandbox ran longer than its {wall_s:g} s budget and was killed"
             kind = "timeout"
         finally:
-            stats, leftovers = self._cleanup(proc, run.uid, run.cgroup)
+            stats, leftovers = ({}, []) if run.lingering else self._cleanup(proc, run.uid, run.cgroup)
+        if run.lingering:
+            if run.cgroup is not None:
+                run.record.update(run.cgroup.stats())  # what the limits saw (OOM kills, peak) is final at done
+            frames = collector.frames[:collector.done_at + 1]  # the collector may still append: nothing after done
+            return self._result(run, frames, None, None, None, go_at, ahead)
         collector.join(timeout=10)
         if run.talking:
-            try:
-                proc.stdin.close()
-            except OSError:
-                pass
+            _close_quietly(proc.stdin)
         if collector.error and not killed:
             killed = collector.error
             kind = "crash"
@@ -436,15 +444,29 @@ class ProcessSandbox(Sandbox):
         if not killed and not finished and stats.get("oom_kills"):
             killed = f"the sandbox ran out of memory (limit {run.memory_mb} MiB) and was killed"
             kind = "oom"
-        record = run.record
-        record.update(stats)
+        run.record.update(stats)
         if leftovers:
-            record["removed"] = leftovers[:20]
+            run.record["removed"] = leftovers[:20]
+        return self._result(run, collector.frames, proc.returncode, killed, kind, go_at, ahead)
+
+    def _result(self, run: "_Running", frames: list, exit_code, killed, kind, go_at: float, ahead: bool) -> SandboxRun:
+        """The SandboxRun: the frames, how it ended, the harness's log with the layer record appended."""
+        record = dict(run.record)
         log = run.log_path.read_bytes()[-LOG_TAIL:].decode("utf-8", "replace")
         log += "\n[sandbox] " + ", ".join(f"{k}={v}" for k, v in record.items()) + "\n"
-        return SandboxRun(self.name, collector.frames, proc.returncode, killed, time.monotonic() - go_at,
-                          collector.hello_at, log, layers=record, ident=str(run.uid) if run.uid is not None else "",
-                          killed_kind=kind, ahead_s=round(go_at - run.spawned_at, 3) if ahead else 0.0)
+        return SandboxRun(self.name, frames, exit_code, killed, time.monotonic() - go_at, run.collector.hello_at, log,
+                          layers=record, ident=str(run.uid) if run.uid is not None else "", killed_kind=kind,
+                          ahead_s=round(go_at - run.spawned_at, 3) if ahead else 0.0)
+
+    def _teardown(self, run: "_Running") -> None:
+        """What a run returned at its done frame left: kill and sweep the uid, remove the cgroup, stop reading."""
+        run.lingering = False
+        try:
+            self._cleanup(run.proc, run.uid, run.cgroup)
+        finally:
+            run.collector.join(timeout=10)
+            if run.talking:
+                _close_quietly(run.proc.stdin)
 
     def _cleanup(self, proc, uid, cgroup):
         """Kill the process group and the cgroup, then every process the uid still has; sweep its files; remove the
@@ -471,6 +493,13 @@ class ProcessSandbox(Sandbox):
         return stats, leftovers
 
 
+def _close_quietly(stream) -> None:
+    try:
+        stream.close()
+    except OSError:
+        pass
+
+
 def wait_exit(proc: subprocess.Popen, timeout_s: float) -> None:
     """proc.wait(timeout_s), woken the moment the process exits (Popen.wait polls, up to 50 ms late)."""
     try:
@@ -494,6 +523,7 @@ class _Running:
         self.spawned_at = time.monotonic()
         self.proc = self.collector = self.on_frame = None
         self.talking = False  # an interactive job: stdin stays open after the go
+        self.lingering = False  # the run returned at its done frame: the harness may still run until _teardown
 
     def forward(self, header: dict, blob: bytes = b"") -> None:
         """The collector's callback: frames go to whoever runs the job, once one does."""
@@ -535,7 +565,11 @@ class StartedAhead(Prepared):
         if self.ran:
             raise RuntimeError("a sandbox serves one job only")
         self.ran = True
-        return self.sandbox._finish(self.running, wall_s, on_frame, ahead=True)
+        return self.sandbox._finish(self.running, wall_s, on_frame, ahead=True, early=True)
+
+    def lingering(self) -> bool:
+        """The job is done (its run returned at the done frame) and the harness not yet torn down."""
+        return self.ran and self.running.lingering
 
     def talk(self, on_ask) -> None:
         """Answer the job's interactive stages through the harness's stdin (see Prepared.talk)."""
@@ -558,5 +592,7 @@ class StartedAhead(Prepared):
                 self.running.proc.stdin.close()
                 self.sandbox._cleanup(self.running.proc, self.running.uid, self.running.cgroup)
                 self.running.collector.join(timeout=10)
+            elif self.running.lingering:
+                self.sandbox._teardown(self.running)
         finally:
             self.lease.close()

@@ -22,13 +22,14 @@ VARIANTS = ("process", "process-weak", "docker")
 
 
 def sandbox_for(variant: str) -> Recorder:
-    """The backend under test: every layer (process, docker) or the operator-allowed fallback without bwrap."""
+    """The backend under test: every layer (process, docker) or the operator-allowed fallback without bwrap; the
+    process backend's sandboxes started ahead as a worker's (the teardown after the run's done frame)."""
     if variant.startswith("process") and os.geteuid() != 0:
         layer_missing("the process backend's full set of layers (uid pool, cgroup) needs root")
     if variant == "process-weak":
-        return Recorder("process", bwrap=False, allow_weak=True)
+        return Recorder("process", ahead=True, bwrap=False, allow_weak=True)
     require_backend(variant)
-    return Recorder(variant)
+    return Recorder(variant, ahead=variant == "process")
 
 
 def sandbox_uid(run) -> int:

@@ -11,6 +11,7 @@ import pytest
 
 from grader.judge import Options, grade_bytes
 from grader.sandbox import ProcessSandbox, process, uids
+from grader.sandbox.base import settle
 from grader.sandbox.cleanup import remove_tree, sysv_objects
 from grader.sandbox.process import sweep_uid
 from grader.sandbox.uids import lease_uid, quarantined
@@ -184,6 +185,7 @@ def test_a_grading_whose_uid_cannot_be_cleaned_stands_and_the_uid_is_not_reused(
         report = grade_bytes(REFERENCE.read_bytes(), "reference_lm.py", Options(only=("split_heads",)),
                              sandbox=ProcessSandbox())
         assert [c["status"] for c in report["checks"]] == ["pass"], "the grading stands: the sweep is the host's problem"
+        settle()  # the sweep runs once the run's done frame is in, in a thread of its own
         bad = [u for u, info in quarantined().items() if "would not go (test)" in info["reason"]]
         assert len(bad) == 1, quarantined()
         with lease_uid() as uid:  # no reclaim: as a lease within RETRY_S of the failure

@@ -42,11 +42,12 @@ def backend_params():
 
 
 class Recorder(Sandbox):
-    """A sandbox that remembers each job_dir and SandboxRun of the backend it wraps (run cold, as `grader check` does)."""
+    """A sandbox that remembers each job_dir and SandboxRun of the backend it wraps: run cold, or (ahead=True) started
+    ahead of its job as a worker's and `grader check`'s are, its run returned at the done frame and torn down after."""
 
-    def __init__(self, backend: str, **config):
+    def __init__(self, backend: str, ahead: bool = False, **config):
         self.inner = make_sandbox(backend, **config)
-        self.name = self.inner.name
+        self.name, self.ahead = self.inner.name, ahead
         self.runs, self.job_dirs, self.ended = [], [], []
 
     def run(self, job_dir, limits, wall_s, on_frame=None):
@@ -56,6 +57,36 @@ class Recorder(Sandbox):
         self.runs.append(run)
         self.ended.append(boot_time_s())
         return run
+
+    def prepare(self, limits):
+        """Cold (the base class's, which calls run()), or the backend's own sandbox started ahead, recorded."""
+        return RecordedAhead(self, self.inner.prepare(limits)) if self.ahead else super().prepare(limits)
+
+
+class RecordedAhead:
+    """A backend's sandbox started ahead, its run recorded; close() waits for the teardown the sandbox defers, so that
+    the leftovers are looked for once it says nothing is left."""
+
+    def __init__(self, recorder: Recorder, inner):
+        self.recorder, self.inner, self.index = recorder, inner, None
+        self.job_dir, self.limits = inner.job_dir, inner.limits
+
+    def talk(self, on_ask) -> None:
+        self.inner.talk(on_ask)
+
+    def run(self, wall_s, on_frame=None):
+        self.recorder.job_dirs.append(Path(self.job_dir))
+        self.recorder.ended.append(None)  # filled in by close(): another run may be recorded meanwhile
+        self.index = len(self.recorder.ended) - 1
+        run = self.inner.run(wall_s, on_frame)
+        self.recorder.runs.append(run)
+        return run
+
+    def close(self) -> None:
+        self.inner.close()
+        assert self.inner.closed.wait(60), "the sandbox's teardown did not end within 60 s"
+        if self.index is not None:
+            self.recorder.ended[self.index] = boot_time_s()
 
 
 def boot_time_s() -> float:

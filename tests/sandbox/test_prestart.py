@@ -17,7 +17,7 @@ from grader.checks.base import Context
 from grader.configs import DEFAULT_SEED
 from grader.judge import Options, grade_bytes, write_job
 from grader.sandbox import Limits, Sandbox, make_sandbox
-from grader.sandbox.base import Prepared, new_job_dir
+from grader.sandbox.base import Prepared, new_job_dir, settle
 from grader.sandbox.prestart import Prestarter
 from grader.sandbox.process import uid_processes
 from grader.source import read_source
@@ -158,7 +158,25 @@ def test_a_sandbox_started_ahead_serves_one_job_only(backend):
             prepared.run(wall_s=60)
     finally:
         prepared.close()
+    assert prepared.closed.wait(30), "the sandbox's teardown did not end"
     assert leftovers(backend, first, prepared.job_dir) == []
+
+
+def test_a_process_run_returns_at_its_done_frame_and_is_torn_down_after():
+    """The frames leave at the harness's done frame; its exit, the kill and the sweep follow in a thread of their own
+    (off the grading's latency), the uid held until then, and settle() waits for them."""
+    text, stages = one_stage_job()
+    prepared = sandbox_for("process").prepare(Limits())
+    try:
+        write_job(prepared.job_dir, text, stages, Options())
+        run = prepared.run(wall_s=60)
+        assert [h["type"] for h, _ in run.frames][-2:] == ["stage_end", "done"], run.log
+        assert run.exit_code is None and prepared.lingering(), "the run waited for the harness's exit"
+    finally:
+        prepared.close()
+    settle()
+    assert prepared.closed.is_set() and not prepared.lingering()
+    assert leftovers("process", run, prepared.job_dir) == []
 
 
 @pytest.mark.parametrize("backend", backend_params())

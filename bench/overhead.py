@@ -95,7 +95,8 @@ def why(raw: dict, name: str, cold: float, bare: float, compute: float) -> dict:
                     + (f", the verification's fresh sandbox {t.get('fresh_sandbox_s') or 0:.3f} s alongside the first "
                        f"(its stage {verify:.3f} s, waiting for the checked steps), {after:.3f} s of it after the "
                        "first ended" if verify else "")
-                    + f", the first sandbox's go, harness exit and cleanup {first_sandbox - own:.3f} s, the judge "
+                    + f", the first sandbox's go and frames up to its done {first_sandbox - own:.3f} s (its exit and "
+                    f"cleanup follow, off the path), the judge "
                     f"{judge:.3f} s; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     out["t2_why"] = (f"grader check {cold:.2f} s against a bare import {bare:.2f} s + compute {compute:.3f} s: the "
                      f"command's own imports and torch, the sandbox's start and torch import (begun with the command, "
@@ -141,7 +142,7 @@ def split_rows(reports: list[dict], scoring: list[float]) -> list[list]:
     stage_s = lambda r, fresh: sum(v or 0 for k, v in r["timings"]["stages"].items() if (k in VERIFICATION) == fresh)  # noqa: E731
     fresh_s = [r["timings"].get("fresh_sandbox_s") or 0 for r in reports]
     after = [r["timings"].get("fresh_after_s") or 0 for r in reports]
-    parts.append(("sandbox, rest (children, frames, teardown)",
+    parts.append(("sandbox, rest (the go, children, frames up to done; the teardown follows, off the path)",
                   [r["timings"]["sandbox_s"] - stage_s(r, False) - p for r, p in zip(reports, on_path)]))
     aside = set()
     if any(fresh_s):

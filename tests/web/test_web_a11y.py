@@ -214,6 +214,7 @@ def test_a_refused_manual_save_keeps_what_was_typed_and_says_so_beside_the_form(
     message = page.locator("#manual-message")
     message.wait_for()
     assert "Nothing was saved" in message.inner_text() and "points must be from 0 to 8" in message.inner_text()
+    page.wait_for_load_state()  # web.js focuses it once the page is parsed: the message is there a moment before
     assert page.evaluate("document.activeElement.id") == "manual-message", "the outcome takes the focus"
     assert_in_view(page, message, "the refusal")
     assert page.locator("input[name=points_spec_contract]").input_value() == "9", "what was typed is kept"

@@ -215,6 +215,7 @@ def test_an_instructor_filters_grades_by_hand_and_exports(site, tmp_path):
     page.click("#manual button.primary")
     page.wait_for_selector("#manual .flash-info")
     assert "Saved 1 manual grade" in page.locator("#manual .flash-info").inner_text(), "said beside the form"
+    page.wait_for_load_state()  # web.js focuses it once the page is parsed: the message is there a moment before
     assert page.evaluate("document.activeElement.id") == "manual-message", "...and focused"
 
     after = float(page.locator(".total-value").inner_text())

@@ -98,7 +98,9 @@ def _try(exe: str, uid: int | None, python: str) -> str | None:
         (job / "scratch").mkdir()
         os.chmod(job, 0o755)
         # the sandbox's own interpreter: the grader's may live where the sandbox uid cannot reach (a 0700 checkout)
-        cmd = command(job, python, 8, None) + [python, "-I", "-c", "import os; open('x', 'w').write('1')"]
+        # as PID 1 (the command reaps nothing): with bwrap's own reaper as PID 1, that reaper outlived the command and
+        # was left a zombie to the host's init, which the uid's next sweep waited on (0.5 s here, where it reaps late)
+        cmd = command(job, python, 8, None, as_pid_1=True) + [python, "-I", "-c", "import os; open('x', 'w').write('1')"]
         try:
             proc = subprocess.run(cmd, capture_output=True, timeout=30, preexec_fn=drop_privileges(uid, uid),
                                   cwd="/", env={"PATH": "/usr/bin:/bin"})

@@ -169,6 +169,18 @@ def test_uid_leases_are_exclusive(as_root):
     assert len(set(seen)) == 3, f"concurrent runs got uids {seen}"
 
 
+def test_the_bwrap_probe_leaves_nothing_of_its_uid(as_root):
+    """The probe's throwaway sandbox ends whole. Its bwrap reaper, left a zombie to the host's init, counted against
+    the uid's process limit and held the uid's next sweep until that init reaped it (0.5 s on this machine)."""
+    from grader.sandbox.process import ProcessSandbox, uid_process_states
+    if not bwrap.executable():
+        layer_missing("bubblewrap is not installed")
+    bwrap._try.cache_clear()  # probe for real, not the minute's remembered success
+    with lease_uid() as uid:
+        assert bwrap.probe(uid, ProcessSandbox().python) is None
+        assert uid_process_states(uid) == ([], []), "the probe left processes or zombies of its uid"
+
+
 def test_run_records_every_layer(tmp_path, as_root):
     from grader.judge import Options, grade_file
     from tests.sandbox.support import Recorder

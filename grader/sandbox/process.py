@@ -35,6 +35,7 @@ from .uids import lease_uid, quarantine
 logger = logging.getLogger(__name__)
 
 LOG_TAIL = 20000
+EXIT_GRACE_S = 5.0  # a harness that sent done exits within tens of ms; after this it is killed
 INIT = Path(__file__).with_name("sandbox_init.py")
 # World-writable places a sandbox uid without bwrap could leave files in; swept after each run (bwrap binds none
 # of them: its /tmp and /dev/shm are tmpfs of its own, /run is not there). Found with
@@ -459,9 +460,15 @@ class ProcessSandbox(Sandbox):
                           ahead_s=round(go_at - run.spawned_at, 3) if ahead else 0.0)
 
     def _teardown(self, run: "_Running") -> None:
-        """What a run returned at its done frame left: kill and sweep the uid, remove the cgroup, stop reading."""
+        """What a run returned at its done frame left: its exit, then kill and sweep the uid, remove the cgroup."""
         run.lingering = False
         try:
+            # The harness ends by itself after done (20-50 ms), as the judge used to wait for; then the kill and sweep
+            # of whatever is left, as before.
+            try:
+                wait_exit(run.proc, EXIT_GRACE_S)
+            except subprocess.TimeoutExpired:
+                pass  # killed below, as any run
             self._cleanup(run.proc, run.uid, run.cgroup)
         finally:
             run.collector.join(timeout=10)

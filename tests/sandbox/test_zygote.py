@@ -1,7 +1,7 @@
 """The fork server's sandbox (grader/sandbox/zygote.py), each layer tried for real from inside a forked child.
 
-Not used by the grader yet: these tests are what it must show before it is (docs/sandbox.md). Each child is
-forked from a fresh `python -I` that loaded zygote.py by path, as the runner's interpreter will.
+The process backend's default as root (docs/sandbox.md, "The fork server"): these tests show each layer it takes.
+Each child is forked from a fresh `python -I` that loaded zygote.py by path, as the runner's interpreter does.
 """
 import json
 import os

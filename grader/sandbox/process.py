@@ -36,6 +36,7 @@ logger = logging.getLogger(__name__)
 
 LOG_TAIL = 20000
 EXIT_GRACE_S = 5.0  # a harness that sent done exits within tens of ms; after this it is killed
+REKILL_S = 0.2  # a killed sandbox not ended after this is killed again (one that had not yet joined its cgroup)
 INIT = Path(__file__).with_name("sandbox_init.py")
 # World-writable places a sandbox uid without bwrap could leave files in; swept after each run (bwrap binds none
 # of them: its /tmp and /dev/shm are tmpfs of its own, /run is not there). Found with
@@ -429,15 +430,12 @@ class ProcessSandbox(Sandbox):
             killed = f"the sandbox ran longer than its {wall_s:g} s budget and was killed"
             kind = "timeout"
         finally:
-            stats, leftovers = ({}, []) if run.lingering else self._cleanup(proc, run.uid, run.cgroup)
+            stats, leftovers = ({}, []) if run.lingering else self._teardown(run)
         if run.lingering:
             if run.cgroup is not None:
                 run.record.update(run.cgroup.stats())  # what the limits saw (OOM kills, peak) is final at done
             frames = collector.frames[:collector.done_at + 1]  # the collector may still append: nothing after done
             return self._result(run, frames, None, None, None, go_at, ahead)
-        collector.join(timeout=10)
-        if run.talking:
-            _close_quietly(proc.stdin)
         if collector.error and not killed:
             killed = collector.error
             kind = "crash"
@@ -459,21 +457,20 @@ class ProcessSandbox(Sandbox):
                           layers=record, ident=str(run.uid) if run.uid is not None else "", killed_kind=kind,
                           ahead_s=round(go_at - run.spawned_at, 3) if ahead else 0.0)
 
-    def _teardown(self, run: "_Running") -> None:
-        """What a run returned at its done frame left: its exit, then kill and sweep the uid, remove the cgroup."""
+    def _teardown(self, run: "_Running", grace_s: float = 0.0) -> tuple[dict, list]:
+        """The end of every run: the harness's own exit (up to grace_s), the kill and sweep of its uid, the cgroup's
+        removal, the collector's last frames, its stdin closed. Returns the cgroup's stats and what the sweep removed."""
         run.lingering = False
         try:
-            # The harness ends by itself after done (20-50 ms), as the judge used to wait for; then the kill and sweep
-            # of whatever is left, as before.
             try:
-                wait_exit(run.proc, EXIT_GRACE_S)
+                if grace_s:
+                    wait_exit(run.proc, grace_s)
             except subprocess.TimeoutExpired:
                 pass  # killed below, as any run
-            self._cleanup(run.proc, run.uid, run.cgroup)
+            return self._cleanup(run.proc, run.uid, run.cgroup)
         finally:
             run.collector.join(timeout=10)
-            if run.talking:
-                _close_quietly(run.proc.stdin)
+            _close_quietly(run.proc.stdin)  # a no-op unless it stayed open: never given the go, or interactive
 
     def _cleanup(self, proc, uid, cgroup):
         """Kill the process group and the cgroup, then every process the uid still has; sweep its files; remove the
@@ -485,8 +482,15 @@ class ProcessSandbox(Sandbox):
         if cgroup is not None:
             cgroup.kill()
         # proc leads its own session (start_new_session), and a session leader cannot leave its group (setpgid:
-        # EPERM), so killpg reached it; what of the uid left the group, sweep_uid kills below
-        proc.wait()
+        # EPERM), so killpg reached it; what of the uid left the group, sweep_uid kills below. A fork server's
+        # sandbox leads no group and joins its cgroup as its first step: killed before that step, neither kill
+        # reached it, so the cgroup is killed again until it has ended.
+        while True:
+            try:
+                proc.wait(timeout=None if cgroup is None else REKILL_S)
+                break
+            except subprocess.TimeoutExpired:
+                cgroup.kill()
         stats = {}
         if cgroup is not None:
             stats = cgroup.stats()
@@ -596,10 +600,13 @@ class StartedAhead(Prepared):
         try:
             if not self.ran:
                 self.ran = True
-                self.running.proc.stdin.close()
-                self.sandbox._cleanup(self.running.proc, self.running.uid, self.running.cgroup)
-                self.running.collector.join(timeout=10)
-            elif self.running.lingering:
+                # EOF without a go: the harness returns by itself (what the kill below cannot always reach, a
+                # fork server's child, ends this way)
+                _close_quietly(self.running.proc.stdin)
                 self.sandbox._teardown(self.running)
+            elif self.running.lingering:
+                # The harness ends by itself after done (20-50 ms), as the judge used to wait for; then the kill
+                # and sweep of whatever is left, as before.
+                self.sandbox._teardown(self.running, grace_s=EXIT_GRACE_S)
         finally:
             self.lease.close()

@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -184,6 +185,22 @@ def test_closing_a_sandbox_that_never_ran_leaves_nothing(backend):
     prepared = sandbox_for(backend).prepare(Limits())
     wait_for_hello(prepared)
     prepared.close()
+    assert gone(prepared) == []
+
+
+def test_a_sandbox_killed_the_moment_it_started_ends():
+    """The kill alone, its stdin left open (no EOF to end it): a fork server's sandbox killed before it joined its
+    cgroup was reached by no kill, and the teardown waited for it forever."""
+    sandbox = sandbox_for("process")
+    prepared = sandbox.prepare(Limits())
+    running = prepared.running
+    killing = threading.Thread(target=sandbox._cleanup, args=(running.proc, running.uid, running.cgroup), daemon=True)
+    killing.start()
+    killing.join(30)
+    try:
+        assert not killing.is_alive(), "the kill of a sandbox that had just started never ended"
+    finally:
+        prepared.close()
     assert gone(prepared) == []
 
 

@@ -638,6 +638,9 @@ def spare_main(job_dir, write_fd, order_r, probes, baseline):
     need it). Never returns."""
     try:
         close_fds_except(write_fd, order_r)  # the channel first: only the harness holds it
+        if baseline is not None:  # forked ahead of the job: its wait is free time
+            probes.warm_up_checks()
+            baseline.restore(probes)
         order = read_sized(order_r)
         order = json.loads(order) if order is not None else None
     except BaseException:

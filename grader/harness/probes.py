@@ -398,6 +398,23 @@ def warm_up_training() -> None:
     load_inputs(dump_outputs({"weight": weight}), dump_outputs({"grad": weight.grad}))
 
 
+def warm_up_checks() -> None:
+    """What a check's child does first, on a tiny float64 model of the judge's parts: built, run, saved and reloaded.
+    Run by a spare while it waits (main.Spare), so the child's first calls and first writes to the pages it shares
+    with the harness come before its stage, not in it."""
+    import reference_parts as parts
+    with float64(), _no_grad():
+        _manual_seed(0)
+        model = torch.nn.ModuleDict({"embed": torch.nn.Embedding(11, 8), "proj": torch.nn.Linear(8, 24),
+                                     "norm": torch.nn.LayerNorm(8), "head": torch.nn.Linear(8, 11)}).double().eval()
+        x = model["norm"](model["embed"](torch.arange(6).view(1, 6)))
+        q, k, v = (parts.apply_rope(parts.split_heads(t, 2), torch.arange(6)) for t in model["proj"](x).chunk(3, -1))
+        mask = torch.ones(6, 6, dtype=torch.bool).tril()
+        logits = model["head"](torch.nn.functional.gelu(parts.merge_heads(parts.attention(q, k, v, mask)[0])))
+        model.load_state_dict(model.state_dict(), strict=True)
+        load_inputs(dump_outputs({"logits": logits}), dump_outputs(dict(model.state_dict())))
+
+
 def build_float32(module, params):
     """Build the training model from its config under the judge's seed, in float32 with the default dtype."""
     _set_default_dtype(torch.float32)

@@ -12,6 +12,7 @@ from tests.ci import missing
 from .svc_cluster import Worker, children, cluster_app, wait_for
 
 pytestmark = pytest.mark.slow
+PROBE = b"open('x', 'w').write('1')"  # the isolation probe's command (grader/sandbox/bwrap.py), in bwrap's and its own
 
 
 def descendants(pid: int) -> list[int]:
@@ -23,11 +24,12 @@ def descendants(pid: int) -> list[int]:
 
 
 def sandboxed(pids: list[int]) -> list[int]:
-    """Those of pids running as a uid other than root's: a sandbox's own processes."""
+    """Those of pids running as a uid other than root's: a sandbox's own processes. The isolation probe's throwaway
+    sandbox (grader/sandbox/bwrap.py, a uid's first lease) is left out: it is no grading's, and CI once caught it."""
     out = []
     for pid in pids:
         try:
-            if os.stat(f"/proc/{pid}").st_uid != 0:
+            if os.stat(f"/proc/{pid}").st_uid != 0 and PROBE not in Path(f"/proc/{pid}/cmdline").read_bytes():
                 out.append(pid)
         except FileNotFoundError:
             pass

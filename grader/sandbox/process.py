@@ -36,7 +36,6 @@ logger = logging.getLogger(__name__)
 
 LOG_TAIL = 20000
 EXIT_GRACE_S = 5.0  # a harness that sent done exits within tens of ms; after this it is killed
-REKILL_S = 0.2  # a killed sandbox not ended after this is killed again (one that had not yet joined its cgroup)
 INIT = Path(__file__).with_name("sandbox_init.py")
 # World-writable places a sandbox uid without bwrap could leave files in; swept after each run (bwrap binds none
 # of them: its /tmp and /dev/shm are tmpfs of its own, /run is not there). Found with
@@ -483,14 +482,8 @@ class ProcessSandbox(Sandbox):
             cgroup.kill()
         # proc leads its own session (start_new_session), and a session leader cannot leave its group (setpgid:
         # EPERM), so killpg reached it; what of the uid left the group, sweep_uid kills below. A fork server's
-        # sandbox leads no group and joins its cgroup as its first step: killed before that step, neither kill
-        # reached it, so the cgroup is killed again until it has ended.
-        while True:
-            try:
-                proc.wait(timeout=None if cgroup is None else REKILL_S)
-                break
-            except subprocess.TimeoutExpired:
-                cgroup.kill()
+        # sandbox leads no group, but the zygote put it in its cgroup before answering "started" (zygote.spawn).
+        proc.wait()
         stats = {}
         if cgroup is not None:
             stats = cgroup.stats()
@@ -600,8 +593,7 @@ class StartedAhead(Prepared):
         try:
             if not self.ran:
                 self.ran = True
-                # EOF without a go: the harness returns by itself (what the kill below cannot always reach, a
-                # fork server's child, ends this way)
+                # EOF without a go: the harness returns by itself, and the kill below finds less to do
                 _close_quietly(self.running.proc.stdin)
                 self.sandbox._teardown(self.running)
             elif self.running.lingering:

@@ -138,6 +138,21 @@ def _exit_as(status: int) -> None:
     os._exit(128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status))
 
 
+def _place(pid: int, cgroup_procs, go: int) -> None:
+    """The zygote's side of a fork: write the child's pid to its cgroups, then let it go on; killed if that fails."""
+    try:
+        for path in cgroup_procs:
+            with open(path, "w") as fh:
+                fh.write(str(pid))
+        os.write(go, b"1")
+    except BaseException:
+        os.kill(pid, SIGKILL)
+        os.waitpid(pid, 0)
+        raise
+    finally:
+        os.close(go)
+
+
 def spawn(spec: dict, target) -> int:
     """Fork a sandbox that runs target() as spec says; the pid to wait for (its exit status is the sandbox's).
 
@@ -145,15 +160,25 @@ def spawn(spec: dict, target) -> int:
     read-only: the interpreter's), files, pids, nice, keep (descriptors the target keeps), cgroup_procs (files to
     write the sandbox's pid to), seccomp (the filter's bytes, in hex). Call as root.
     """
-    pid = os.fork()
+    placed, go = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(placed)
+        os.close(go)
+        raise
     if pid:
+        os.close(placed)
+        _place(pid, spec.get("cgroup_procs", ()), go)
         return pid
     try:
+        os.close(go)
         _ok(_libc.prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0), "pdeathsig")  # dies with the zygote, and its sandbox too
+        # forks nothing before it is in its cgroups: a kill of the cgroup reaches all of it once "started" is answered
+        if os.read(placed, 1) != b"1":
+            os._exit(125)
+        os.close(placed)
         bpf = bytes.fromhex(spec["seccomp"]) if spec.get("seccomp") else None
-        for path in spec.get("cgroup_procs", ()):
-            with open(path, "w") as fh:
-                fh.write(str(os.getpid()))
         _ok(_libc.unshare(NEWNS | NEWUTS | NEWIPC | NEWPID | NEWNET), "unshare")
         init = os.fork()
         if init:  # outside the namespaces, root: it only waits, and exits as the sandbox did

@@ -75,13 +75,22 @@ found.loader.exec_module(zygote)
 read_fd, OUT = os.pipe()
 spec["keep"] = [2, OUT]  # stderr kept: a target that raises leaves its traceback in the test's failure
 {target}
-pid = zygote.spawn(spec, target)
+try:
+    pid = zygote.spawn(spec, target)
+except OSError as exc:
+    pid, failed = None, type(exc).__name__
+# what the cgroups' files held the moment spawn returned (stand-ins for cgroup.procs in a test)
+placed = [open(path).read() for path in spec.get("cgroup_procs", ())] if pid else None
 os.close(OUT)
 report = b""
 while chunk := os.read(read_fd, 1 << 16):
     report += chunk
-status = os.waitpid(pid, 0)[1]
-print(json.dumps({{"status": os.waitstatus_to_exitcode(status), "report": json.loads(report) if report else None}}))
+result = {{"pid": pid, "placed": placed, "report": json.loads(report) if report else None}}
+if pid is None:
+    result["failed"] = failed
+else:
+    result["status"] = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+print(json.dumps(result))
 """
 
 
@@ -109,12 +118,12 @@ def job(tmp_path_factory, root_only):
     yield from new_job(tmp_path_factory)
 
 
-def sandboxed(job, target: str, preamble: str = "", python: str | None = None) -> dict:
+def sandboxed(job, target: str, preamble: str = "", python: str | None = None, **more) -> dict:
     """Fork one sandbox from a fresh interpreter; its exit status, what it reported, the zygote's stderr."""
     uid, job_dir, bpf = job
     python = python or runner_python()
     spec = {"uid": uid, "job": str(job_dir), "scratch_mb": SCRATCH_MB, "roots": python_roots(python), "files": 64,
-            "pids": 32, "seccomp": bpf}
+            "pids": 32, "seccomp": bpf, **more}
     code = ZYGOTE.format(preamble=textwrap.dedent(preamble), target=textwrap.dedent(target))
     proc = subprocess.run([python, "-I", "-c", code, zygote.__file__, json.dumps(spec)], capture_output=True,
                           text=True, timeout=120, env={}, cwd="/",
@@ -204,3 +213,19 @@ def test_torch_works_in_a_fork_of_a_torch_zygote(job):
         """, preamble="import torch\ntorch.set_num_threads(1)\n")
     assert result["status"] == 0, result["stderr"]
     assert result["report"] == {"finite": True}
+
+
+def test_the_sandbox_is_in_its_cgroups_before_it_is_reported_started(job, tmp_path):
+    # Stand-ins for the cgroups' cgroup.procs: the zygote writes the pid before spawn returns (and the worker hears
+    # "started"), so a kill of the cgroup reaches a sandbox killed the moment it started (test_prestart.py).
+    procs = [tmp_path / "cpu.procs", tmp_path / "memory.procs"]
+    for path in procs:
+        path.write_text("")
+    result = sandboxed(job, "def target():\n    os.write(OUT, b'1')\n", cgroup_procs=[str(p) for p in procs])
+    assert result["status"] == 0, result["stderr"]
+    assert result["placed"] == [str(result["pid"])] * 2 and result["report"] == 1
+
+
+def test_a_sandbox_that_cannot_join_its_cgroup_runs_nothing(job):
+    result = sandboxed(job, "def target():\n    os.write(OUT, b'1')\n", cgroup_procs=["/nonexistent/cgroup.procs"])
+    assert result["failed"] == "FileNotFoundError" and result["report"] is None, result

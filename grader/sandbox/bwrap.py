@@ -92,7 +92,8 @@ def probe(uid: int | None, python: str) -> str | None:
 def _try(exe: str, uid: int | None, python: str) -> str | None:
     """Build a throwaway sandbox with this bwrap as that uid and write a file in its scratch."""
     import tempfile
-    from .process import drop_privileges
+    from .base import low_priority
+    from .process import NICE, drop_privileges
     job = Path(tempfile.mkdtemp(prefix="grader-bwrap-probe-"))
     try:
         (job / "scratch").mkdir()
@@ -101,9 +102,15 @@ def _try(exe: str, uid: int | None, python: str) -> str | None:
         # as PID 1 (the command reaps nothing): with bwrap's own reaper as PID 1, that reaper outlived the command and
         # was left a zombie to the host's init, which the uid's next sweep waited on (0.5 s here, where it reaps late)
         cmd = command(job, python, 8, None, as_pid_1=True) + [python, "-I", "-c", "import os; open('x', 'w').write('1')"]
+        drop = drop_privileges(uid, uid)
+        nice = NICE if low_priority() else 0  # sandbox work, at the sandboxes' priority: a worker's yields the CPU
+
+        def preexec():
+            os.setpriority(os.PRIO_PROCESS, 0, max(nice, os.getpriority(os.PRIO_PROCESS, 0)))
+            drop()
         try:
-            proc = subprocess.run(cmd, capture_output=True, timeout=30, preexec_fn=drop_privileges(uid, uid),
-                                  cwd="/", env={"PATH": "/usr/bin:/bin"})
+            proc = subprocess.run(cmd, capture_output=True, timeout=30, preexec_fn=preexec, cwd="/",
+                                  env={"PATH": "/usr/bin:/bin"})
         except (OSError, subprocess.SubprocessError) as exc:
             return f"bwrap did not start: {exc}"
         if proc.returncode != 0:

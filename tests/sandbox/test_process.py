@@ -140,6 +140,24 @@ def test_a_sandbox_of_normal_priority_stays_out_of_the_cpu_group():
         cg.remove()
 
 
+@pytest.mark.parametrize("low", [True, False], ids=["a worker's", "grader check's"])
+def test_the_bwrap_probe_runs_at_its_sandboxes_priority(monkeypatch, low):
+    """The isolation probe is sandbox work: a worker's yields the CPU as its sandboxes do (nice 19)."""
+    from grader.sandbox import base
+    from grader.sandbox.process import NICE
+    expected = NICE if low else os.getpriority(os.PRIO_PROCESS, 0)
+    monkeypatch.setattr(base, "_LOW_PRIORITY", [low])
+    # the probe's sandbox command swapped for one that exits 0 only at the expected nice (the probe's own words
+    # after it land in its argv)
+    monkeypatch.setattr(bwrap, "command", lambda *args, **kwargs: [
+        sys.executable, "-c", f"import os, sys; sys.exit(0 if os.nice(0) == {expected} else 'nice ' + str(os.nice(0)))"])
+    bwrap._try.cache_clear()
+    try:
+        assert bwrap._try("bwrap", None, sys.executable) is None
+    finally:
+        bwrap._try.cache_clear()  # the stand-in's success is not bwrap's
+
+
 def test_cgroup_kill_takes_processes_that_left_the_session():
     cg = cgroup_or_skip()
     code = "import os, time\nif os.fork() == 0:\n    os.setsid()\n    time.sleep(60)\ntime.sleep(60)"

@@ -31,17 +31,24 @@ SETTLE_S = 4.0  # after a grading, before the next upload: at least this, and un
 
 def pss_rss_mb(pid: int) -> tuple[float, float]:
     """(PSS, RSS) of one process in MB, from smaps_rollup; zeros once it is gone."""
-    pss = rss = 0.0
+    m = rollup_mb(pid)
+    return m["pss"], m["rss"]
+
+
+def rollup_mb(pid: int) -> dict:
+    """PSS, RSS and private (pages no other process maps: what its end would free) of one process in MB, from
+    smaps_rollup; zeros once it is gone."""
+    fields = {"Pss:": "pss", "Rss:": "rss", "Private_Clean:": "private", "Private_Dirty:": "private"}
+    out = {"pss": 0.0, "rss": 0.0, "private": 0.0}
     try:
         with open(f"/proc/{pid}/smaps_rollup") as fh:
             for line in fh:
-                if line.startswith("Pss:"):
-                    pss = int(line.split()[1]) / 1024
-                elif line.startswith("Rss:"):
-                    rss = int(line.split()[1]) / 1024
+                key = fields.get(line.split(maxsplit=1)[0]) if line.strip() else None
+                if key:
+                    out[key] += int(line.split()[1]) / 1024
     except OSError:
         pass
-    return pss, rss
+    return out
 
 
 def is_zygote(pid: int) -> bool:
@@ -132,20 +139,22 @@ def bare_torch() -> subprocess.Popen:
 
 
 def memory(worker, samples: int = 3) -> dict:
-    """PSS and RSS of the idle worker's parts and of a bare torch process at the same moments; medians."""
+    """PSS, RSS and private memory of the idle worker's parts and of a bare torch process at the same moments;
+    medians."""
     bare = bare_torch()
+    keys = ("pss", "rss", "private")
     try:
-        rows: dict[str, list[tuple[float, float]]] = {}
+        rows: dict[str, list[dict]] = {}
         for _ in range(samples):
             time.sleep(1.0)
             for name, pids in worker_parts(worker).items():
-                vals = [pss_rss_mb(p) for p in pids]
-                rows.setdefault(name, []).append((sum(v[0] for v in vals), sum(v[1] for v in vals)))
-            rows.setdefault("bare `import torch` process", []).append(pss_rss_mb(bare.pid))
+                vals = [rollup_mb(p) for p in pids]
+                rows.setdefault(name, []).append({k: sum(v[k] for v in vals) for k in keys})
+            rows.setdefault("bare `import torch` process", []).append(rollup_mb(bare.pid))
     finally:
         bare.kill()
         bare.wait()
-    return {name: {"pss": med([v[0] for v in vals]), "rss": med([v[1] for v in vals])} for name, vals in rows.items()}
+    return {name: {k: med([v[k] for v in vals]) for k in keys} for name, vals in rows.items()}
 
 
 def main(argv=None) -> str:
@@ -177,17 +186,19 @@ def main(argv=None) -> str:
         ["", "uploads", "p50 s", "p95 s", "max s", "<= 5 s"], rows))
     bare = mem["bare `import torch` process"]
     worker_total = {k: sum(v[k] for name, v in mem.items() if not name.startswith("bare")) for k in ("pss", "rss")}
-    mrows = [[name, v["pss"], v["rss"]] for name, v in mem.items() if not name.startswith("bare")]
-    mrows += [["idle worker, all of it", worker_total["pss"], worker_total["rss"]],
-              ["bare `import torch` process (same moment)", bare["pss"], bare["rss"]],
+    mrows = [[name, v["pss"], v["rss"], v["private"]] for name, v in mem.items() if not name.startswith("bare")]
+    mrows += [["idle worker, all of it", worker_total["pss"], worker_total["rss"], None],
+              ["bare `import torch` process (same moment)", bare["pss"], bare["rss"], bare["private"]],
               ["idle worker / bare torch process", worker_total["pss"] / bare["pss"],
-               worker_total["rss"] / bare["rss"]]]
+               worker_total["rss"] / bare["rss"], None]]
     mnote = ("An idle worker (`grader worker -c 1`, its sandbox ready ahead), median of 3 samples 1 s "
              "apart, next to a bare `python -c \"import torch\"` of the same interpreter measured at the same moments. "
              "PSS: each shared page divided among the processes that map it (the target's measure); RSS: every "
-             "resident page counted in full in each process. Target: PSS ratio <= 1.25.")
+             "resident page counted in full in each process; private: the pages no other process maps, what that "
+             "part's end would free (the rest it shares: a pool process and the sandbox's processes are forks). "
+             "Target: PSS ratio <= 1.25.")
     block += "\n" + emit("Memory of an idle worker against a bare `import torch` (bench/idle_service.py)",
-                         mnote + "\n\n" + table(["process", "PSS MB", "RSS MB"], mrows))
+                         mnote + "\n\n" + table(["process", "PSS MB", "RSS MB", "private MB"], mrows))
     save("idle_service", {"n": n, "runs": runs, "first_p50_s": p50, "first_p95_s": p95, "lost": lost,
                           "memory_mb": mem, "worker_mb": worker_total, "ratio_pss": worker_total["pss"] / bare["pss"],
                           "ratio_rss": worker_total["rss"] / bare["rss"]})

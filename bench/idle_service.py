@@ -29,12 +29,6 @@ POLL_S = 0.05
 SETTLE_S = 4.0  # after a grading, before the next upload: at least this, and until the next sandbox is ready
 
 
-def pss_rss_mb(pid: int) -> tuple[float, float]:
-    """(PSS, RSS) of one process in MB, from smaps_rollup; zeros once it is gone."""
-    m = rollup_mb(pid)
-    return m["pss"], m["rss"]
-
-
 def rollup_mb(pid: int) -> dict:
     """PSS, RSS and private (pages no other process maps: what its end would free) of one process in MB, from
     smaps_rollup; zeros once it is gone."""
@@ -43,9 +37,9 @@ def rollup_mb(pid: int) -> dict:
     try:
         with open(f"/proc/{pid}/smaps_rollup") as fh:
             for line in fh:
-                key = fields.get(line.split(maxsplit=1)[0]) if line.strip() else None
-                if key:
-                    out[key] += int(line.split()[1]) / 1024
+                parts = line.split()
+                if parts and parts[0] in fields:
+                    out[fields[parts[0]]] += int(parts[1]) / 1024
     except OSError:
         pass
     return out
@@ -96,7 +90,7 @@ def settled(worker, at_least: float) -> None:
     deadline, last = time.time() + 120, None
     while time.time() < deadline:
         pids = worker_parts(worker)["sandbox ready ahead (all its processes)"]
-        rss = sum(pss_rss_mb(p)[1] for p in pids)
+        rss = sum(rollup_mb(p)["rss"] for p in pids)
         ticks, _ = cpu_state(pids)
         if rss > 100 and last is not None and ticks - last <= 2:
             return

@@ -88,6 +88,10 @@ def probe(uid: int | None, python: str) -> str | None:
     return _try(exe, uid, python)
 
 
+# the probe's program; tests tell the probe's processes from a sandbox's by it
+PROBE_PROGRAM = "import os; open('x', 'w').write('1')"
+
+
 @cache_success()
 def _try(exe: str, uid: int | None, python: str) -> str | None:
     """Build a throwaway sandbox with this bwrap as that uid and write a file in its scratch."""
@@ -101,7 +105,7 @@ def _try(exe: str, uid: int | None, python: str) -> str | None:
         # the sandbox's own interpreter: the grader's may live where the sandbox uid cannot reach (a 0700 checkout)
         # as PID 1 (the command reaps nothing): with bwrap's own reaper as PID 1, that reaper outlived the command and
         # was left a zombie to the host's init, which the uid's next sweep waited on (0.5 s here, where it reaps late)
-        cmd = command(job, python, 8, None, as_pid_1=True) + [python, "-I", "-c", "import os; open('x', 'w').write('1')"]
+        cmd = command(job, python, 8, None, as_pid_1=True) + [python, "-I", "-c", PROBE_PROGRAM]
         drop = drop_privileges(uid, uid)
         nice = NICE if low_priority() else 0  # sandbox work, at the sandboxes' priority: a worker's yields the CPU
 

@@ -6,13 +6,14 @@ from pathlib import Path
 import pytest
 
 from grader.sandbox.base import JUDGE_NICE
+from grader.sandbox.bwrap import PROBE_PROGRAM
 from grader.sandbox.cgroup import JUDGE, JUDGE_SHARES, ROOT
 from grader.sandbox.process import NICE
 from tests.ci import missing
 from .svc_cluster import Worker, children, cluster_app, wait_for
 
 pytestmark = pytest.mark.slow
-PROBE = b"open('x', 'w').write('1')"  # the isolation probe's command (grader/sandbox/bwrap.py), in bwrap's and its own
+PROBE = PROBE_PROGRAM.encode()  # in the isolation probe's command line, bwrap's and its own
 
 
 def descendants(pid: int) -> list[int]:

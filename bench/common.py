@@ -63,6 +63,35 @@ def import_file(path: Path, name: str = "submission"):
     return module
 
 
+def memory_mb(pid: int) -> dict:
+    """PSS, RSS and private memory (pages no other process maps: what its end would free) of one process in MB,
+    from /proc/PID/smaps_rollup; zeros once it is gone."""
+    fields = {"Pss:": "pss", "Rss:": "rss", "Private_Clean:": "private", "Private_Dirty:": "private"}
+    out = {"pss": 0.0, "rss": 0.0, "private": 0.0}
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as fh:
+            for line in fh:
+                parts = line.split()
+                if parts and parts[0] in fields:
+                    out[fields[parts[0]]] += int(parts[1]) / 1024
+    except OSError:
+        pass  # a process that just ended
+    return out
+
+
+def cpu_s(pids) -> float:
+    """CPU these processes used, with their reaped children's (utime, stime, cutime, cstime of /proc/PID/stat)."""
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+            total += sum(int(x) for x in fields[11:15])
+        except OSError:
+            pass
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 def pct(values, p: float) -> float:
     """The p-th percentile (nearest rank) of values."""
     ordered = sorted(values)

@@ -39,7 +39,7 @@ from grader.sandbox.bwrap import python_roots  # noqa: E402
 from grader.sandbox.process import ProcessSandbox  # noqa: E402
 from grader.sandbox.runner import runner_python  # noqa: E402
 from grader.sandbox.seccomp import deny_list_bpf  # noqa: E402
-from common import save  # noqa: E402
+from common import cpu_s, memory_mb, save  # noqa: E402
 
 UID = 64999  # the probe's children: outside the grader's uid pool, owning no file
 
@@ -111,27 +111,7 @@ def tree(pid: int) -> list[int]:
 
 def pss_mb(pids) -> float:
     """PSS of these processes together, MB."""
-    total = 0.0
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/smaps_rollup") as fh:
-                total += next(int(x.split()[1]) for x in fh if x.startswith("Pss:")) / 1024
-        except (OSError, StopIteration):
-            pass
-    return total
-
-
-def cpu_s(pids) -> float:
-    """CPU these processes used, with their reaped children's (utime, stime, cutime, cstime of /proc/PID/stat)."""
-    total = 0
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/stat") as fh:
-                fields = fh.read().rsplit(")", 1)[1].split()
-            total += sum(int(x) for x in fields[11:15])
-        except OSError:
-            pass
-    return total / os.sysconf("SC_CLK_TCK")
+    return sum(memory_mb(pid)["pss"] for pid in pids)
 
 
 def cold_round(sandbox) -> dict:

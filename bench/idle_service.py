@@ -23,26 +23,10 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import CORRECTNESS, ROOT, SUBMISSIONS, emit, med, pct, save, table  # noqa: E402
+from common import CORRECTNESS, ROOT, SUBMISSIONS, emit, med, memory_mb, pct, save, table  # noqa: E402
 
 POLL_S = 0.05
 SETTLE_S = 4.0  # after a grading, before the next upload: at least this, and until the next sandbox is ready
-
-
-def rollup_mb(pid: int) -> dict:
-    """PSS, RSS and private (pages no other process maps: what its end would free) of one process in MB, from
-    smaps_rollup; zeros once it is gone."""
-    fields = {"Pss:": "pss", "Rss:": "rss", "Private_Clean:": "private", "Private_Dirty:": "private"}
-    out = {"pss": 0.0, "rss": 0.0, "private": 0.0}
-    try:
-        with open(f"/proc/{pid}/smaps_rollup") as fh:
-            for line in fh:
-                parts = line.split()
-                if parts and parts[0] in fields:
-                    out[fields[parts[0]]] += int(parts[1]) / 1024
-    except OSError:
-        pass
-    return out
 
 
 def is_zygote(pid: int) -> bool:
@@ -90,7 +74,7 @@ def settled(worker, at_least: float) -> None:
     deadline, last = time.time() + 120, None
     while time.time() < deadline:
         pids = worker_parts(worker)["sandbox ready ahead (all its processes)"]
-        rss = sum(rollup_mb(p)["rss"] for p in pids)
+        rss = sum(memory_mb(p)["rss"] for p in pids)
         ticks, _ = cpu_state(pids)
         if rss > 100 and last is not None and ticks - last <= 2:
             return
@@ -142,9 +126,9 @@ def memory(worker, samples: int = 3) -> dict:
         for _ in range(samples):
             time.sleep(1.0)
             for name, pids in worker_parts(worker).items():
-                vals = [rollup_mb(p) for p in pids]
+                vals = [memory_mb(p) for p in pids]
                 rows.setdefault(name, []).append({k: sum(v[k] for v in vals) for k in keys})
-            rows.setdefault("bare `import torch` process", []).append(rollup_mb(bare.pid))
+            rows.setdefault("bare `import torch` process", []).append(memory_mb(bare.pid))
     finally:
         bare.kill()
         bare.wait()

@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ROOT, SUBMISSIONS, check_set, emit, med, pct, save, table  # noqa: E402
+from common import ROOT, SUBMISSIONS, check_set, emit, med, memory_mb, pct, save, table  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
 from grader.app import store  # noqa: E402
@@ -48,17 +48,6 @@ def proc_tree() -> dict[int, list[int]]:
                 continue
             children.setdefault(ppid, []).append(int(entry))
     return children
-
-
-def rss_mb(pid: int) -> float:
-    try:
-        with open(f"/proc/{pid}/status") as fh:
-            for line in fh:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
 
 
 def descendants(pid: int, tree: dict) -> list[int]:
@@ -85,10 +74,10 @@ class MemorySampler:
                 if not w.proc or w.proc.poll() is not None:
                     continue
                 main = w.proc.pid
-                self.peaks["worker main"] = max(self.peaks["worker main"], rss_mb(main))
+                self.peaks["worker main"] = max(self.peaks["worker main"], memory_mb(main)["rss"])
                 for pool in tree.get(main, []):  # prefork pool children (and beat, when on)
-                    self.peaks["worker pool process"] = max(self.peaks["worker pool process"], rss_mb(pool))
-                    sandbox = sum(rss_mb(p) for p in descendants(pool, tree))
+                    self.peaks["worker pool process"] = max(self.peaks["worker pool process"], memory_mb(pool)["rss"])
+                    sandbox = sum(memory_mb(p)["rss"] for p in descendants(pool, tree))
                     self.peaks["sandbox (all its processes)"] = max(self.peaks["sandbox (all its processes)"], sandbox)
 
     def __enter__(self):

@@ -16,6 +16,7 @@ the server's own share of the thread phase's polls. Also the web server's memory
 import argparse
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -25,7 +26,7 @@ import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import SUBMISSIONS, emit, pct, save, table  # noqa: E402
+from common import SUBMISSIONS, cpu_s, emit, memory_mb, pct, save, table  # noqa: E402
 
 CLIENTS = 50
 UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3}
@@ -99,17 +100,25 @@ def paced_polls(ctx, sid: int, polls: int) -> dict:
     return {"times": times, "errors": errors[0]}
 
 
+def machine_busy_s() -> float:
+    """CPU seconds the machine's cores have been busy since boot (/proc/stat: all but idle and iowait)."""
+    with open("/proc/stat") as fh:
+        ticks = [int(x) for x in fh.readline().split()[1:8]]
+    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def phase_cpu(web_pid: int) -> dict:
+    """CPU seconds so far: this client process (its 50 threads), the web server's processes, the whole machine."""
+    from throughput import descendants, proc_tree
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    return {"client": me.ru_utime + me.ru_stime, "web": cpu_s([web_pid, *descendants(web_pid, proc_tree())]),
+            "machine": machine_busy_s()}
+
+
 def pss_mb(pid: int) -> float:
     """Proportional set size of a process and its descendants (gunicorn's workers share the master's pages)."""
     from throughput import descendants, proc_tree
-    total = 0.0
-    for p in [pid, *descendants(pid, proc_tree())]:
-        try:
-            with open(f"/proc/{p}/smaps_rollup") as fh:
-                total += sum(int(line.split()[1]) for line in fh if line.startswith("Pss:")) / 1024
-        except OSError:
-            pass  # a process that just ended
-    return total
+    return sum(memory_mb(p)["pss"] for p in [pid, *descendants(pid, proc_tree())])
 
 
 def server_times(log: Path, offset: int, count: int) -> list[float]:
@@ -160,6 +169,7 @@ def run(ctx, quick: bool) -> str:
 
     threads = [threading.Thread(target=client, args=(k,)) for k in range(CLIENTS)]
     log_from = ctx["web_log"].stat().st_size  # the service may have served other benchmarks before this one
+    cpu_from = phase_cpu(ctx["web_pid"])
     started = time.perf_counter()
     for t in threads:
         t.start()
@@ -168,6 +178,8 @@ def run(ctx, quick: bool) -> str:
         peak_web = max(peak_web, pss_mb(ctx["web_pid"]))
         time.sleep(0.2)
     wall = time.perf_counter() - started
+    # where the cores went meanwhile: the clients measure their own thread's wait for the interpreter's lock too
+    cpu = {k: v - cpu_from[k] for k, v in phase_cpu(ctx["web_pid"]).items()}
     rows = [[f"{kind} (Python threads, during the uploads)", len(v), errors[kind], 1e3 * pct(v, 50), 1e3 * pct(v, 95),
              1e3 * pct(v, 99), 1e3 * max(v), None, "" if kind != "status" else ("yes" if pct(v, 99) < 0.1 else "no")]
             for kind, v in times.items()]
@@ -204,7 +216,11 @@ def run(ctx, quick: bool) -> str:
                      "yes" if pct(paced["times"], 99) < 0.1 else "no"])
         measured["paced"] = {"p": {"99": 1e3 * pct(paced["times"], 99)}, "count": len(paced["times"])}
     note = (f"{CLIENTS} concurrent clients (threads, a new connection per request, as urllib does), {uploads} "
-            f"upload(s) then {polls} status polls each, in {wall:.1f} s; `grader serve` (gunicorn, "
+            f"upload(s) then {polls} status polls each, in {wall:.1f} s (CPU meanwhile: the 50 client threads' "
+            f"process {cpu['client']:.2f} s, the web server {cpu['web']:.2f} s, everything else on the machine "
+            f"{max(0.0, cpu['machine'] - cpu['client'] - cpu['web']):.2f} s: PostgreSQL, the workers and their "
+            f"sandboxes at nice 19; {os.cpu_count()} cores, {os.cpu_count() * wall:.1f} core-seconds); "
+            f"`grader serve` (gunicorn, "
             f"{ctx['web_workers']} worker processes of {THREADS} threads) on PostgreSQL; uploads and the thread "
             f"polls while 2 workers grade, then wrk (50 connections, "
             f"{5 if quick else 15} s) polling one status back to back with the workers stopped and again while 2 grade the backlog, then 50 "
@@ -212,8 +228,8 @@ def run(ctx, quick: bool) -> str:
             f"{os.cpu_count()} CPUs, load average "
             f"{os.getloadavg()[0]:.1f}. Peak memory of the web server (PSS of the gunicorn master and its workers, "
             f"shared pages divided among them): {peak_web:.0f} MB. Target: status p99 < 100 ms.")
-    save("web_load", {"times": times, "errors": errors, "wall_s": wall, "web_pss_mb": peak_web, "wrk": measured,
-                      "server_status_ms": served})
+    save("web_load", {"times": times, "errors": errors, "wall_s": wall, "cpu_s": cpu, "web_pss_mb": peak_web,
+                      "wrk": measured, "server_status_ms": served})
     return emit("Web latency under 50 concurrent clients", note + "\n\n" + table(
         ["request", "count", "errors", "p50 ms", "p95 (wrk: p90) ms", "p99 ms", "max ms", "req/s", "p99 < 100 ms"],
         rows))

@@ -106,8 +106,7 @@ WHY = {
     5: "the first verdicts wait for the sandbox's checks; on a machine busy with other work the sandbox, at a low "
        "CPU weight, waits for the CPU (the figure moves with the load)",
     6: "the 50 uploads at once saturate the 2 cores (the server's 2 processes, PostgreSQL, the 50 client threads "
-       "themselves); uploads take turns (grader/app/admission.py), so a poll waits behind at most one upload in "
-       "its process, but each upload empties the kept status answers",
+       "themselves): polls made meanwhile wait behind the uploads, and each upload empties the kept status answers",
     7: "",
     8: "an idle worker holds two torch interpreters where the bare process has one: the judge's (the worker main "
        "process and its pool process, forked from it) and the fork server's zygote (a separate interpreter, the "
@@ -207,9 +206,9 @@ def targets(ran: set, quick: bool) -> str:
     served = (w or {}).get("server_status_ms")
     row(6, "status p99 < 100 ms, 50 Python client threads during the uploads", fig(p99, "{:.0f} ms"),
         None if p99 is None else p99 < 100,
-        (f"the server's own time on the same polls (its access log, the wait for a turn in it): p99 "
-         f"{pct(served, 99):.0f} ms; the rest of what the clients measured comes before and after the handling: "
-         "being accepted and given a thread, and the client's own 50 threads, on 2 saturated cores" if served else "")
+        (f"the server's own time on the same polls (its access log): p99 {pct(served, 99):.0f} ms; the rest of what "
+         "the clients measured comes before and after the handling: being accepted and given a thread, and the "
+         "client's own 50 threads, on 2 saturated cores" if served else "")
         + phase_cpu_note(w))
     th = load("throughput") if "throughput" in ran else None
     b = (th or {}).get("burst")

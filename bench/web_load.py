@@ -2,8 +2,7 @@
 
     .venv/bin/python bench/web_load.py [--quick]
 
-`grader serve` is gunicorn (bench/throughput.py's service(): 2 worker processes, each running 4 requests at once,
-uploads one at a time, more connections waiting their turn: grader/app/admission.py), on
+`grader serve` is gunicorn (bench/throughput.py's service(): 2 worker processes of 4 threads each), on
 PostgreSQL. Loopback only, bounded in count: 50 client threads each upload U files (quick 1, else 2) as their
 own student, then poll their submission's status P times (quick 10, else 40) back to back. Two workers grade
 the uploads meanwhile (a deadline rush: the web shares the machine with the sandboxes). Then wrk (when
@@ -11,8 +10,8 @@ installed: `make bench` installs it) polls one status over 50 connections back t
 stopped and again while two grade, and once more against bench/web_floor.py (a constant answer from the same gunicorn:
 the floor for any view on this machine); then 50 clients poll every 2 s, as the status page does. Percentiles are
 nearest-rank over every request; the target is status p99 under 100 ms. The server runs with its access log,
-whose last field (the time gunicorn's worker spent on a request: the wait for a turn counted, a wait for a free
-thread not) gives the server's own share of the thread phase's polls. Also the web server's memory.
+whose last field (the time gunicorn's worker spent on a request, not counting the wait for a free thread) gives
+the server's own share of the thread phase's polls. Also the web server's memory.
 """
 import argparse
 import os
@@ -186,7 +185,7 @@ def run(ctx, quick: bool) -> str:
             for kind, v in times.items()]
     served = server_times(ctx["web_log"], log_from, len(times["status"]))
     if served:
-        rows.append(["status, the same polls: the server's own time (access log; the wait for a turn in it)", len(served),
+        rows.append(["status, the same polls: the server's own time (access log; no wait for a thread)", len(served),
                      None, pct(served, 50), pct(served, 95), pct(served, 99), max(served), None, ""])
     url = ctx["http"].base + f"/api/v1/submissions/{first_id[0]}" if first_id else None
     measured = {}
@@ -222,8 +221,7 @@ def run(ctx, quick: bool) -> str:
             f"{max(0.0, cpu['machine'] - cpu['client'] - cpu['web']):.2f} s: PostgreSQL, the workers and their "
             f"sandboxes at nice 19; {os.cpu_count()} cores, {os.cpu_count() * wall:.1f} core-seconds); "
             f"`grader serve` (gunicorn, "
-            f"{ctx['web_workers']} worker processes, each running {THREADS} requests at once, uploads one at a time) "
-            f"on PostgreSQL; uploads and the thread "
+            f"{ctx['web_workers']} worker processes of {THREADS} threads) on PostgreSQL; uploads and the thread "
             f"polls while 2 workers grade, then wrk (50 connections, "
             f"{5 if quick else 15} s) polling one status back to back with the workers stopped and again while 2 grade the backlog, then 50 "
             f"clients polling every {POLL_S:.0f} s (the status page's pace); "

@@ -4,20 +4,16 @@ import os
 from gunicorn.app.base import BaseApplication
 from gunicorn.config import AccessLogFormat
 
-from .admission import admit
 from .db import get_db
 from .queue import preload
 
-THREADS = 4  # requests a worker process runs at once: a request waiting on the database leaves the core to another
-# Threads beyond those, per process: accepted connections wait in them for a turn (grader/app/admission.py), so a
-# burst of uploads, which take turns, does not hold every thread while the status polls wait in the socket's queue
-WAITING = 28
+THREADS = 4  # per worker process: a request waiting on the database leaves the core to another
 # How long a stopping server lets requests in flight finish before its workers are killed. gunicorn's default (30 s)
 # is longer than `docker stop` waits before SIGKILL (10 s), and one stalled upload holds the whole stop that long
 # (a CI run waited > 30 s; tests/service/test_service_stop.py). Every request here is short.
 GRACEFUL_S = 8
-# gunicorn's default line and the time the worker spent on the request (from reading it to the last byte sent: the
-# wait for a turn is in it, a wait for a free thread comes before and is not): bench/web_load.py reads it.
+# gunicorn's default line and the time the worker spent on the request (from reading it to the last byte sent; a
+# wait for a free thread comes before and is not in it): bench/web_load.py reads it to tell the server's share.
 ACCESS_LOG_FORMAT = AccessLogFormat.default + " %(M)sms"
 
 
@@ -47,16 +43,14 @@ def default_workers() -> int:
 
 def serve(app, host: str, port: int, workers: int | None = None, threads: int | None = None,
           access_log: bool = False) -> None:
-    """Serve the app with `workers` processes, each running `threads` requests at once, until SIGTERM or SIGINT."""
+    """Serve the app with `workers` processes of `threads` threads each until SIGTERM or SIGINT."""
     # Connections opened so far (the migrations) must not be shared by the forked workers: each opens its own.
     get_db(app).engine.dispose()
     preload(app)  # shared by the forked workers, not imported in each one's first upload
     # gthread, not sync: a sync worker waiting on the database serves no one (bench/web_load.py, 2 workers grading:
     # page-paced polls p99 ~200 ms with sync, ~16 ms with threads); threads also keep pollers' connections alive,
     # and a slow client ties up one thread rather than a whole worker process.
-    running = threads or THREADS
-    admit(app, running)
-    options = {"bind": f"{host}:{port}", "workers": workers or default_workers(), "threads": running + WAITING,
+    options = {"bind": f"{host}:{port}", "workers": workers or default_workers(), "threads": threads or THREADS,
                "worker_class": "gthread", "preload_app": True, "graceful_timeout": GRACEFUL_S}
     if access_log:
         options["accesslog"] = "-"

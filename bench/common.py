@@ -92,6 +92,15 @@ def cpu_s(pids) -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
+def cpu_split(cpu: dict, wall: float, what: str = "uploads and polls") -> str:
+    """Where the cores went over a phase of `wall` seconds, from bench/web_load.py's CPU seconds (client, web,
+    machine): the rest is everything else on the machine."""
+    rest = max(0.0, cpu["machine"] - cpu["client"] - cpu["web"])
+    return (f"CPU in the {wall:.1f} s of {what} ({os.cpu_count() * wall:.1f} core-seconds): the 50 client threads' process "
+            f"{cpu['client']:.2f} s, the web server {cpu['web']:.2f} s, the rest (PostgreSQL, the workers and their "
+            f"sandboxes at nice 19) {rest:.2f} s")
+
+
 def pct(values, p: float) -> float:
     """The p-th percentile (nearest rank) of values."""
     ordered = sorted(values)

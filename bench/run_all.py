@@ -20,7 +20,7 @@ import traceback
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import RESULTS_DIR, ROOT, emit, pct  # noqa: E402
+from common import RESULTS_DIR, ROOT, cpu_split, emit, pct  # noqa: E402
 
 
 def commit() -> str:
@@ -130,17 +130,6 @@ def started_measured(ran: set) -> str:
             + (f", a sandbox ready in {med(starts):.2f} s p50" if starts else ""))
 
 
-def phase_cpu_note(w) -> str:
-    """Where the cores went during target 6's thread phase (bench/web_load.py), or nothing if not measured."""
-    cpu, wall = (w or {}).get("cpu_s"), (w or {}).get("wall_s")
-    if not cpu or not wall:
-        return ""
-    rest = max(0.0, cpu["machine"] - cpu["client"] - cpu["web"])
-    return (f"; CPU in the {wall:.1f} s of uploads and polls ({os.cpu_count() * wall:.1f} core-seconds): the client "
-            f"threads' own process {cpu['client']:.2f} s, the web server {cpu['web']:.2f} s, the rest (PostgreSQL, "
-            f"the workers and their sandboxes at nice 19) {rest:.2f} s")
-
-
 def targets(ran: set, quick: bool) -> str:
     """The issue's eight targets (issue 19), from this run's saved figures; a target not measured says so."""
     rows = []
@@ -209,7 +198,7 @@ def targets(ran: set, quick: bool) -> str:
         (f"the server's own time on the same polls (its access log): p99 {pct(served, 99):.0f} ms; the rest of what "
          "the clients measured comes before and after the handling: being accepted and given a thread, and the "
          "client's own 50 threads, on 2 saturated cores" if served else "")
-        + phase_cpu_note(w))
+        + (f"; {cpu_split(w['cpu_s'], w['wall_s'])}" if w and w.get("cpu_s") else ""))
     th = load("throughput") if "throughput" in ran else None
     b = (th or {}).get("burst")
     if b:

@@ -26,7 +26,7 @@ import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import SUBMISSIONS, cpu_s, emit, memory_mb, pct, save, table  # noqa: E402
+from common import SUBMISSIONS, cpu_s, cpu_split, emit, memory_mb, pct, save, table  # noqa: E402
 
 CLIENTS = 50
 UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3}
@@ -216,11 +216,8 @@ def run(ctx, quick: bool) -> str:
                      "yes" if pct(paced["times"], 99) < 0.1 else "no"])
         measured["paced"] = {"p": {"99": 1e3 * pct(paced["times"], 99)}, "count": len(paced["times"])}
     note = (f"{CLIENTS} concurrent clients (threads, a new connection per request, as urllib does), {uploads} "
-            f"upload(s) then {polls} status polls each, in {wall:.1f} s (CPU meanwhile: the 50 client threads' "
-            f"process {cpu['client']:.2f} s, the web server {cpu['web']:.2f} s, everything else on the machine "
-            f"{max(0.0, cpu['machine'] - cpu['client'] - cpu['web']):.2f} s: PostgreSQL, the workers and their "
-            f"sandboxes at nice 19; {os.cpu_count()} cores, {os.cpu_count() * wall:.1f} core-seconds); "
-            f"`grader serve` (gunicorn, "
+            f"upload(s) then {polls} status polls each ({cpu_split(cpu, wall)}); `grader serve` "
+            f"(gunicorn, "
             f"{ctx['web_workers']} worker processes of {THREADS} threads) on PostgreSQL; uploads and the thread "
             f"polls while 2 workers grade, then wrk (50 connections, "
             f"{5 if quick else 15} s) polling one status back to back with the workers stopped and again while 2 grade the backlog, then 50 "

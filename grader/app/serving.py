@@ -4,16 +4,21 @@ import os
 from gunicorn.app.base import BaseApplication
 from gunicorn.config import AccessLogFormat
 
+from .admission import admit
 from .db import get_db
+from .pools import TwoPoolWorker
 from .queue import preload
 
-THREADS = 4  # per worker process: a request waiting on the database leaves the core to another
+THREADS = 4  # per worker process for reads: a request waiting on the database leaves the core to another
+# Per worker process for requests with a body (grader/app/pools.py): each reads its body in one, then waits for its
+# turn (grader/app/admission.py); enough for a deadline burst's uploads (25 a process in bench/web_load.py)
+WAITING = 28
 # How long a stopping server lets requests in flight finish before its workers are killed. gunicorn's default (30 s)
 # is longer than `docker stop` waits before SIGKILL (10 s), and one stalled upload holds the whole stop that long
 # (a CI run waited > 30 s; tests/service/test_service_stop.py). Every request here is short.
 GRACEFUL_S = 8
-# gunicorn's default line and the time the worker spent on the request (from reading it to the last byte sent; a
-# wait for a free thread comes before and is not in it): bench/web_load.py reads it to tell the server's share.
+# gunicorn's default line and the time the worker spent on the request (from reading it to the last byte sent: a
+# write's wait for its turn is in it, a wait for a free thread comes before and is not): bench/web_load.py reads it.
 ACCESS_LOG_FORMAT = AccessLogFormat.default + " %(M)sms"
 
 
@@ -43,15 +48,22 @@ def default_workers() -> int:
 
 def serve(app, host: str, port: int, workers: int | None = None, threads: int | None = None,
           access_log: bool = False) -> None:
-    """Serve the app with `workers` processes of `threads` threads each until SIGTERM or SIGINT."""
+    """Serve the app with `workers` processes of `threads` threads for reads and WAITING for writes (with WEB_TURNS
+    off: `threads` for both), until SIGTERM or SIGINT."""
     # Connections opened so far (the migrations) must not be shared by the forked workers: each opens its own.
     get_db(app).engine.dispose()
     preload(app)  # shared by the forked workers, not imported in each one's first upload
     # gthread, not sync: a sync worker waiting on the database serves no one (bench/web_load.py, 2 workers grading:
     # page-paced polls p99 ~200 ms with sync, ~16 ms with threads); threads also keep pollers' connections alive,
     # and a slow client ties up one thread rather than a whole worker process.
-    options = {"bind": f"{host}:{port}", "workers": workers or default_workers(), "threads": threads or THREADS,
-               "worker_class": "gthread", "preload_app": True, "graceful_timeout": GRACEFUL_S}
+    threads = threads or THREADS
+    worker_class = "gthread"
+    if app.config["WEB_TURNS"]:
+        admit(app, writes=threads)
+        TwoPoolWorker.writers = WAITING
+        worker_class = TwoPoolWorker
+    options = {"bind": f"{host}:{port}", "workers": workers or default_workers(), "threads": threads,
+               "worker_class": worker_class, "preload_app": True, "graceful_timeout": GRACEFUL_S}
     if access_log:
         options["accesslog"] = "-"
         options["access_log_format"] = ACCESS_LOG_FORMAT

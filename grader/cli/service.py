@@ -18,7 +18,8 @@ from .local import in_session, make_app, or_fail
 @click.option("--port", default=5000, show_default=True, type=int)
 @click.option("--workers", "-w", type=click.IntRange(min=1), default=None,
               help="gunicorn worker processes  [default: one per CPU, at least 2]")
-@click.option("--threads", type=click.IntRange(min=1), default=None, help="Threads per worker process  [default: 4]")
+@click.option("--threads", type=click.IntRange(min=1), default=None,
+              help="Threads per worker process for reads, and writes running at once (WEB_TURNS)  [default: 4]")
 @click.option("--dev", is_flag=True, help="Flask's development server (one process) instead of gunicorn.")
 @click.option("--debug", is_flag=True, help="Flask's debugger and reloader; implies --dev (never in production).")
 @click.option("--access-log", is_flag=True, help="Log every request on standard output (gunicorn's access log).")

@@ -32,14 +32,15 @@ def base_env(tmp_path) -> dict:
     return env
 
 
-def start_serve(tmp_path) -> tuple[subprocess.Popen, int, dict]:
-    """`grader serve` with 2 workers on a fresh SQLite instance under tmp_path, its output in serve.log: (process,
-    port, its environment); the caller waits for it to answer."""
-    env = base_env(tmp_path)
+def start_serve(tmp_path, args=("--workers", "2"), **settings) -> tuple[subprocess.Popen, int, dict]:
+    """`grader serve` (2 workers unless args say otherwise; settings as GRADER_* variables) on a fresh SQLite
+    instance under tmp_path, its output in serve.log: (process, port, its environment); the caller waits for it
+    to answer."""
+    env = base_env(tmp_path) | {f"GRADER_{k}": v for k, v in settings.items()}
     env["GRADER_DATABASE_URL"] = f"sqlite:///{tmp_path}/instance/grader.sqlite"
     port = free_port()
     with open(tmp_path / "serve.log", "wb") as log:
-        proc = subprocess.Popen([str(BIN / "grader"), "serve", "--port", str(port), "--workers", "2"], env=env,
+        proc = subprocess.Popen([str(BIN / "grader"), "serve", "--port", str(port), *args], env=env,
                                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     return proc, port, env
 

@@ -51,12 +51,18 @@ def csrf_token() -> str:
     return token
 
 
+def report_limit(app, endpoint) -> int | None:
+    """The bytes a view that takes a report may receive (more than the service's 1 MiB per request); None for any
+    other view."""
+    setting = getattr(app.view_functions.get(endpoint), "max_upload_setting", None)
+    return app.config[setting] + (1 << 20) if setting else None
+
+
 def _before():
-    view = current_app.view_functions.get(request.endpoint)
-    limit = getattr(view, "max_upload_setting", None)
-    if limit:  # a view that takes a report: more than the service's 1 MiB per request (Flask >= 3.1)
+    limit = report_limit(current_app, request.endpoint)
+    if limit:  # Flask >= 3.1
         try:
-            request.max_content_length = current_app.config[limit] + (1 << 20)
+            request.max_content_length = limit
         except AttributeError:
             pass
     if request.method in ("POST", "PUT", "PATCH", "DELETE"):

@@ -1,7 +1,7 @@
 """Run every benchmark in sequence, print the tables and write them to BENCHMARKS.md with the commands.
 
-    .venv/bin/python bench/run_all.py [--quick] [--only overhead,naive,idle,throughput,started_burst,sandbox,training,rescore,fork]
-                                      [--out BENCHMARKS.md]
+    .venv/bin/python bench/run_all.py [--quick]
+        [--only overhead,naive,idle,throughput,started_burst,turns,sandbox,training,rescore,fork] [--out BENCHMARKS.md]
 
 `make bench` runs it; `make bench QUICK=1` passes --quick (one submission, best of two rounds, fewer uploads). A
 benchmark that cannot run here (no PostgreSQL, no redis-server, no docker) is reported as skipped with the reason;
@@ -34,7 +34,7 @@ def commit() -> str:
         return "commit unknown (not a git checkout)"
     return f"commit {head}" + (" + local changes" if dirty else "")
 
-STEPS = ("overhead", "naive", "idle", "throughput", "started_burst", "sandbox", "training", "rescore", "fork")
+STEPS = ("overhead", "naive", "idle", "throughput", "started_burst", "turns", "sandbox", "training", "rescore", "fork")
 BURST = 40  # `make bench`'s burst with training (target 7): 200 would take most of its ~30 min budget alone
 # The scripts that print their own text: run as a subprocess, their output kept verbatim under this title.
 PRINTED = {"sandbox": "Sandbox backends against a bare process (bench/sandbox_overhead.py)",
@@ -51,6 +51,8 @@ def commands(quick: bool) -> dict:
             # target 7's burst again with the fork server off (its one- and two-worker runs kept to one upload)
             "started_burst": ["bench/throughput.py", *q, "--n", "1", *([] if quick else ["--burst", str(BURST)]),
                               "--save-as", "throughput_started"],
+            # target 6 with and without the web's pools and turns (GRADER_WEB_TURNS), alternating, fresh services
+            "turns": ["bench/web_load.py", *q, "--turns-ab", "1" if quick else "2"],
             "sandbox": ["bench/sandbox_overhead.py", "--runs", "1" if quick else "3"],
             "training": ["bench/training_overhead.py", "--repeat", "1" if quick else "2"],
             "rescore": ["bench/rescore.py", "--repeat", "3"],
@@ -67,7 +69,7 @@ def run_step(name: str, argv: list[str]) -> str:
     if name == "started_burst":
         return started_burst(argv)
     module = {"overhead": "overhead", "naive": "naive_baseline", "idle": "idle_service",
-              "throughput": "throughput"}[name]
+              "throughput": "throughput", "turns": "web_load"}[name]
     return __import__(module).main(argv[1:])
 
 
@@ -106,7 +108,8 @@ WHY = {
     5: "the first verdicts wait for the sandbox's checks; on a machine busy with other work the sandbox, at a low "
        "CPU weight, waits for the CPU (the figure moves with the load)",
     6: "the 50 uploads at once saturate the 2 cores (the server's 2 processes, PostgreSQL, the 50 client threads "
-       "themselves): polls made meanwhile wait behind the uploads, and each upload empties the kept status answers",
+       "themselves); polls have threads of their own and uploads run one at a time per process "
+       "(grader/app/pools.py), but each upload empties the kept status answers",
     7: "",
     8: "an idle worker holds two torch interpreters where the bare process has one: the judge's (the worker main "
        "process and its pool process, forked from it) and the fork server's zygote (a separate interpreter, the "
@@ -128,6 +131,23 @@ def started_measured(ran: set) -> str:
             f"torch), measured in this run: {fb['ratio']:.2f} x ({fb['per_min']:.2f} of {fb['limit_per_min']:.2f}"
             f"/min), {'each graded exactly once' if once else 'NOT each exactly once'}"
             + (f", a sandbox ready in {med(starts):.2f} s p50" if starts else ""))
+
+
+def turns_measured(ran: set) -> str:
+    """Target 6 as this run measured it with and without the web's pools and turns, side by side, when it did."""
+    t = load("web_turns") if "turns" in ran else None
+    if not t:
+        return ""
+    from common import med
+
+    def m(turns, name):
+        values = [x[name] for x in t["runs"][turns] if x[name] is not None]
+        return f"{med(values):.0f}" if values else "?"
+    names = ("thread-phase status p99", "wrk p99, idle workers", "wrk p99, 2 workers grading",
+             "thread-phase upload p50")
+    return (f"; measured side by side in this run ({t['rounds']} fresh services each way, medians, ms, gthread "
+            "(GRADER_WEB_TURNS=false) / the pools and turns): "
+            + ", ".join(f"{n} {m('false', n)} / {m('true', n)}" for n in names))
 
 
 def targets(ran: set, quick: bool) -> str:
@@ -195,10 +215,10 @@ def targets(ran: set, quick: bool) -> str:
     served = (w or {}).get("server_status_ms")
     row(6, "status p99 < 100 ms, 50 Python client threads during the uploads", fig(p99, "{:.0f} ms"),
         None if p99 is None else p99 < 100,
-        (f"the server's own time on the same polls (its access log): p99 {pct(served, 99):.0f} ms; the rest of what "
-         "the clients measured comes before and after the handling: being accepted and given a thread, and the "
-         "client's own 50 threads, on 2 saturated cores" if served else "")
-        + (f"; {cpu_split(w['cpu_s'], w['wall_s'])}" if w and w.get("cpu_s") else ""))
+        (f"the server's own time on the same polls (its access log): p99 "
+         f"{pct(served, 99):.0f} ms; the rest of what the clients measured comes before and after the handling: "
+         "being accepted and given a thread, and the client's own 50 threads, on 2 saturated cores" if served else "")
+        + (f"; {cpu_split(w['cpu_s'], w['wall_s'])}" if w and w.get("cpu_s") else "") + turns_measured(ran))
     th = load("throughput") if "throughput" in ran else None
     b = (th or {}).get("burst")
     if b:

@@ -1,17 +1,22 @@
 """Web latency under 50 concurrent clients: uploads and status polling against `grader serve` on 127.0.0.1.
 
-    .venv/bin/python bench/web_load.py [--quick]
+    .venv/bin/python bench/web_load.py [--quick] [--turns-ab ROUNDS]
 
-`grader serve` is gunicorn (bench/throughput.py's service(): 2 worker processes of 4 threads each), on
-PostgreSQL. Loopback only, bounded in count: 50 client threads each upload U files (quick 1, else 2) as their
-own student, then poll their submission's status P times (quick 10, else 40) back to back. Two workers grade
-the uploads meanwhile (a deadline rush: the web shares the machine with the sandboxes). Then wrk (when
-installed: `make bench` installs it) polls one status over 50 connections back to back, with the workers
-stopped and again while two grade, and once more against bench/web_floor.py (a constant answer from the same gunicorn:
-the floor for any view on this machine); then 50 clients poll every 2 s, as the status page does. Percentiles are
-nearest-rank over every request; the target is status p99 under 100 ms. The server runs with its access log,
-whose last field (the time gunicorn's worker spent on a request, not counting the wait for a free thread) gives
-the server's own share of the thread phase's polls. Also the web server's memory.
+`grader serve` is gunicorn (bench/throughput.py's service(): 2 worker processes, each with 4 threads for reads and
+28 for writes, uploads one at a time: grader/app/pools.py), on PostgreSQL. Loopback only, bounded in count: 50
+client threads each upload U files (quick 1, else 2) as their own student, then poll their submission's status
+P times (quick 10, else 40) back to back. Two workers grade the uploads meanwhile (a deadline rush: the web
+shares the machine with the sandboxes). Then wrk (when installed: `make bench` installs it) polls one status
+over 50 connections back to back, with the workers stopped and again while two grade, and once more against
+bench/web_floor.py (a constant answer from the same gunicorn: the floor for any view on this machine); then 50
+clients poll every 2 s, as the status page does. Percentiles are nearest-rank over every request; the target is
+status p99 under 100 ms. The server runs with its access log, whose last field (the time gunicorn's worker spent
+on a request: a write's wait for its turn counted, a wait for a free thread not) gives the server's own share of
+the thread phase's polls. Also the web server's memory.
+
+--turns-ab ROUNDS runs the whole load (without the constant-answer floor) on a fresh service ROUNDS times with
+GRADER_WEB_TURNS=false (gunicorn's gthread) and as many times with the pools and turns (the default), alternating,
+and prints both side by side.
 """
 import argparse
 import os
@@ -136,9 +141,8 @@ def server_times(log: Path, offset: int, count: int) -> list[float]:
     return found[:count]
 
 
-def run(ctx, quick: bool) -> str:
-    """The load against a running service (throughput.service) and its table."""
-    from grader.app.serving import THREADS
+def run(ctx, quick: bool, save_as: str = "web_load", with_floor: bool = True) -> str:
+    """The load against a running service (throughput.service) and its table; its figures saved as `save_as`."""
     uploads, polls = (1, 10) if quick else (2, 40)
     http, data = ctx["http"], SUBMISSIONS["reference_lm"].read_bytes()
     times = {"upload": [], "status": []}
@@ -201,7 +205,7 @@ def run(ctx, quick: bool) -> str:
         measured[label] = w
         rows.append([f"status (wrk, {label})", w["count"], w["errors"], w["p"]["50"], w["p"].get("90"),
                      w["p"]["99"], None, round(w["rps"]), "yes" if w["p"]["99"] < 100 else "no"])
-        if not workers:  # the same wrk on a constant answer, same gunicorn: what is left for the status itself
+        if not workers and with_floor:  # wrk on a constant answer, same gunicorn: what is left for the status itself
             f = floor(ctx["web_workers"], ctx["tokens"][0], 5 if quick else 15)
             if f is not None:
                 measured["floor"] = f
@@ -218,24 +222,82 @@ def run(ctx, quick: bool) -> str:
     note = (f"{CLIENTS} concurrent clients (threads, a new connection per request, as urllib does), {uploads} "
             f"upload(s) then {polls} status polls each ({cpu_split(cpu, wall)}); `grader serve` "
             f"(gunicorn, "
-            f"{ctx['web_workers']} worker processes of {THREADS} threads) on PostgreSQL; uploads and the thread "
+            f"{ctx['web_workers']} worker processes, {serving()}) on PostgreSQL; uploads and the thread "
             f"polls while 2 workers grade, then wrk (50 connections, "
             f"{5 if quick else 15} s) polling one status back to back with the workers stopped and again while 2 grade the backlog, then 50 "
             f"clients polling every {POLL_S:.0f} s (the status page's pace); "
             f"{os.cpu_count()} CPUs, load average "
             f"{os.getloadavg()[0]:.1f}. Peak memory of the web server (PSS of the gunicorn master and its workers, "
             f"shared pages divided among them): {peak_web:.0f} MB. Target: status p99 < 100 ms.")
-    save("web_load", {"times": times, "errors": errors, "wall_s": wall, "cpu_s": cpu, "web_pss_mb": peak_web,
+    save(save_as, {"times": times, "errors": errors, "wall_s": wall, "cpu_s": cpu, "web_pss_mb": peak_web,
                       "wrk": measured, "server_status_ms": served})
     return emit("Web latency under 50 concurrent clients", note + "\n\n" + table(
         ["request", "count", "errors", "p50 ms", "p95 (wrk: p90) ms", "p99 ms", "max ms", "req/s", "p99 < 100 ms"],
         rows))
 
 
+def serving() -> str:
+    """How `grader serve` runs requests under this process's GRADER_WEB_TURNS (the service inherits it)."""
+    from grader.app.serving import THREADS, WAITING
+    if os.environ.get("GRADER_WEB_TURNS", "true").lower() in ("false", "0", "no"):
+        return f"gthread, {THREADS} threads each, no turns (GRADER_WEB_TURNS=false)"
+    return (f"each with {THREADS} threads for reads and {WAITING} for writes, uploads one at a time "
+            "(grader/app/pools.py)")
+
+
+def figures(saved: dict) -> dict:
+    """The figures the turns are judged by, from one run's saved results (milliseconds; None when not measured)."""
+    wrk = saved["wrk"]
+    return {"thread-phase status p99": 1e3 * pct(saved["times"]["status"], 99),
+            "thread-phase upload p50": 1e3 * pct(saved["times"]["upload"], 50),
+            "wrk p99, idle workers": wrk.get("idle workers", {}).get("p", {}).get("99"),
+            "wrk p99, 2 workers grading": wrk.get("2 workers grading the uploads", {}).get("p", {}).get("99"),
+            "paced polls p99": wrk.get("paced", {}).get("p", {}).get("99")}
+
+
+def turns_ab(rounds: int, quick: bool) -> str:
+    """The whole load on a fresh service with and without the pools and turns, alternating; both side by side."""
+    import json
+    from common import RESULTS_DIR, check_set, med
+    from throughput import service
+    runs = {"false": [], "true": []}
+    for r in range(rounds):
+        for turns in (("false", "true") if r % 2 == 0 else ("true", "false")):
+            os.environ["GRADER_WEB_TURNS"] = turns
+            try:
+                with service(check_set(True), CLIENTS, access_log=True) as ctx:
+                    ctx["start_workers"](2)
+                    run(ctx, quick, save_as="web_turns_run", with_floor=False)
+            finally:
+                del os.environ["GRADER_WEB_TURNS"]
+            runs[turns].append(figures(json.loads((RESULTS_DIR / "web_turns_run.json").read_text())))
+    names = list(runs["true"][0])
+    rows = []
+    for name in names:
+        def cell(turns):
+            values = [x[name] for x in runs[turns] if x[name] is not None]
+            return (f"{med(values):.0f} ({', '.join(f'{v:.0f}' for v in values)})" if values else "not measured")
+        rows.append([name, cell("false"), cell("true")])
+    save("web_turns", {"rounds": rounds, "runs": runs})
+    return emit("The web with and without its pools and turns, side by side (GRADER_WEB_TURNS)",
+                f"The whole load above (without its constant-answer floor) on a fresh service, {rounds} time(s) each "
+                "way, alternating (`.venv/bin/python bench/web_load.py --turns-ab "
+                f"{rounds}{' --quick' if quick else ''}`): without them, `grader serve` is gunicorn's gthread "
+                "worker, 4 threads per process for every request; with them (the default), 4 threads for reads and "
+                "28 for writes, each write read whole before its turn, uploads one at a time (grader/app/pools.py, "
+                "grader/app/admission.py). Milliseconds: the median, then each run in order. The target for every "
+                "status figure is p99 < 100 ms.\n\n"
+                + table(["figure (ms)", "gthread (WEB_TURNS=false)", "pools and turns (the default)"], rows))
+
+
 def main(argv=None) -> str:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--turns-ab", type=int, default=0, metavar="ROUNDS",
+                        help="the load with and without the pools and turns, ROUNDS times each, side by side")
     args = parser.parse_args(argv)
+    if args.turns_ab:
+        return turns_ab(args.turns_ab, args.quick)
     from common import check_set
     from throughput import service
     with service(check_set(True), CLIENTS, access_log=True) as ctx:

@@ -200,3 +200,20 @@ def test_regrade_keeps_the_old_result(app, course):
         results = store.results_of(s, s.get(Submission, sid))
     assert [(r.request, r.report["checks"][0]["status"]) for r in results] == [(1, "pass"), (2, "fail")]
     assert count(app, Attempt, sid) == 2
+
+
+def test_a_page_never_shows_a_finished_result_as_still_running(app, course):
+    """Read skew: the page read the submission (running), the worker then committed the result and 'done'
+    together, and the page read the result: its status box said 'Running' beside the result (a browser test saw
+    it). result_view reads the status again when it finds the current request's result."""
+    from grader.app.pages.results import result_view, status_json
+    sid = submit(app)
+    c = claim(app, sid)
+    with app.test_request_context(), get_db(app).Session() as page:
+        sub = page.get(Submission, sid)
+        assert sub.status == "running"
+        with get_db(app).Session() as worker:
+            assert jobs.finish(worker, c, PASS, {}, "t") is not None
+        view = result_view(page, sub, for_student=True)
+        assert view["result"] is not None and view["current"], "the result shown as the previous one"
+        assert status_json(page, sub)["text"] == "Graded"

@@ -103,6 +103,10 @@ def release_dates(s: Session, assignment) -> dict:
 def result_view(s: Session, sub: Submission, for_student: bool) -> dict:
     """Everything a result page shows about the submission's latest result (none while it has no result)."""
     result = store.latest_result(s, sub)
+    if result is not None and result.request == sub.request and sub.status in ("queued", "running"):
+        # `sub` was read before the worker committed this result and its 'done' together: read the status again, so
+        # a page never shows a finished result as still running (read before the status box: the page's status)
+        s.refresh(sub)
     view = {"result": result, "score": None, "checks": [], "fixes": [], "loss_chart": None, "training": None,
             "previous": None, "released": coursework.released_keys(s, sub.assignment),
             "released_on": release_dates(s, sub.assignment)}

@@ -217,9 +217,9 @@ def submission(submission_id):
     shown = rules_view.assignment_rules(s, sub.assignment, student) \
         if rules_view.visible_to_students(sub.assignment) else None
     counted = rules.counted_submission(s, sub.assignment, student)
+    view = result_view(s, sub, for_student=True)  # first: it may read the status again (results.py)
     return render_template("student/submission.html", sub=sub, status=status_json(s, sub), rules=shown,
-                           counted=counted,
-                           view=result_view(s, sub, for_student=True), report=coursework.report_of(s, sub),
+                           counted=counted, view=view, report=coursework.report_of(s, sub),
                            history=[history_row(s, r) for r in rows],
                            poll_s=current_app.config["WEB_POLL_S"],
                            status_url=url_for(".status", submission_id=sub.id))

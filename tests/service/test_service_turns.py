@@ -5,6 +5,7 @@ are each answered. With WEB_TURNS=false (gunicorn's gthread) the same stalls hol
 waits: what the pools and turns are for.
 
 Real sockets against the real server; the stalled clients send 7 bytes of a 100 kB body."""
+import contextlib
 import os
 import re
 import signal
@@ -51,48 +52,45 @@ def one_turn(tmp_path, request):
         proc.wait(timeout=30)
 
 
+@contextlib.contextmanager
+def held_open(port: int, heads):
+    """Connections to the server, each having sent its head (b"": nothing), closed on leaving."""
+    clients = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in heads]
+    try:
+        for client, head in zip(clients, heads):
+            if head:
+                client.sendall(head)
+        yield
+    finally:
+        for client in clients:
+            client.close()
+
+
 @pytest.mark.parametrize("one_turn", ["true"], indirect=True)
 def test_stalled_senders_hold_no_turn(one_turn):
-    stalled = [socket.create_connection(("127.0.0.1", one_turn), timeout=5) for _ in STALLS]
-    try:
-        for client, head in zip(stalled, STALLS):
-            client.sendall(head)
+    with held_open(one_turn, STALLS):
         # Generous: a liveness bound on a loaded machine, not a latency figure (bench/web_load.py measures those).
         assert page(one_turn, 20).startswith(b"HTTP/1.1 200"), "a stalled sender held the only turn"
-    finally:
-        for client in stalled:
-            client.close()
 
 
 @pytest.mark.parametrize("one_turn", ["false"], indirect=True)
 def test_without_turns_a_stalled_sender_holds_the_only_thread(one_turn):
-    client = socket.create_connection(("127.0.0.1", one_turn), timeout=5)
-    try:
-        client.sendall(STALLS[0])
+    with held_open(one_turn, STALLS[:1]):
         assert page(one_turn, 3) == b"", "answered while the only thread waited for a stalled body"
-    finally:
-        client.close()  # the stalled body ends: the thread is free again
-    assert page(one_turn, 20).startswith(b"HTTP/1.1 200")
+    assert page(one_turn, 20).startswith(b"HTTP/1.1 200")  # the stalled body ended: the thread is free again
 
 
 @pytest.mark.parametrize("one_turn", ["true"], indirect=True)
 def test_connections_that_send_nothing_hold_no_thread(one_turn):
-    idle = [socket.create_connection(("127.0.0.1", one_turn), timeout=5) for _ in range(3)]
-    try:
+    with held_open(one_turn, [b""] * 3):
         # gthread waits up to 5 s for each one's first bytes in a thread: 15 s with the only thread
         assert page(one_turn, 10).startswith(b"HTTP/1.1 200"), "idle connections held the only thread"
-    finally:
-        for client in idle:
-            client.close()
 
 
 @pytest.mark.parametrize("one_turn", ["false"], indirect=True)
 def test_without_the_pools_a_connection_that_sends_nothing_holds_the_only_thread(one_turn):
-    idle = socket.create_connection(("127.0.0.1", one_turn), timeout=5)
-    try:
+    with held_open(one_turn, [b""]):
         assert page(one_turn, 2) == b"", "answered while gthread's only thread waited for an idle connection"
-    finally:
-        idle.close()
 
 
 @pytest.mark.parametrize("one_turn", ["true"], indirect=True)

@@ -139,13 +139,14 @@ def turns_measured(ran: set) -> str:
     if not t:
         return ""
     from common import med
+    from web_load import values_of
 
     def m(turns, name):
-        values = [x[name] for x in t["runs"][turns] if x[name] is not None]
+        values = values_of(t["runs"][turns], name)
         return f"{med(values):.0f}" if values else "?"
     names = ("thread-phase status p99", "wrk p99, idle workers", "wrk p99, 2 workers grading",
              "thread-phase upload p50")
-    return (f"; measured side by side in this run ({t['rounds']} fresh services each way, medians, ms, gthread "
+    return (f"measured side by side in this run ({t['rounds']} fresh services each way, medians, ms, gthread "
             "(GRADER_WEB_TURNS=false) / the pools and turns): "
             + ", ".join(f"{n} {m('false', n)} / {m('true', n)}" for n in names))
 
@@ -215,10 +216,11 @@ def targets(ran: set, quick: bool) -> str:
     served = (w or {}).get("server_status_ms")
     row(6, "status p99 < 100 ms, 50 Python client threads during the uploads", fig(p99, "{:.0f} ms"),
         None if p99 is None else p99 < 100,
-        (f"the server's own time on the same polls (its access log): p99 "
-         f"{pct(served, 99):.0f} ms; the rest of what the clients measured comes before and after the handling: "
-         "being accepted and given a thread, and the client's own 50 threads, on 2 saturated cores" if served else "")
-        + (f"; {cpu_split(w['cpu_s'], w['wall_s'])}" if w and w.get("cpu_s") else "") + turns_measured(ran))
+        "; ".join(x for x in (
+            f"the server's own time on the same polls (its access log): p99 {pct(served, 99):.0f} ms; the rest of "
+            "what the clients measured comes before and after the handling: being accepted and given a thread, and "
+            "the client's own 50 threads, on 2 saturated cores" if served else "",
+            cpu_split(w["cpu_s"], w["wall_s"]) if w and w.get("cpu_s") else "", turns_measured(ran)) if x))
     th = load("throughput") if "throughput" in ran else None
     b = (th or {}).get("burst")
     if b:

@@ -141,8 +141,15 @@ def server_times(log: Path, offset: int, count: int) -> list[float]:
     return found[:count]
 
 
-def run(ctx, quick: bool, save_as: str = "web_load", with_floor: bool = True) -> str:
-    """The load against a running service (throughput.service) and its table; its figures saved as `save_as`."""
+def run(ctx, quick: bool) -> str:
+    """The load against a running service (throughput.service) and its table; its figures saved as web_load."""
+    figures, text = measure(ctx, quick)
+    save("web_load", figures)
+    return text
+
+
+def measure(ctx, quick: bool, with_floor: bool = True) -> tuple[dict, str]:
+    """The load against a running service: its figures and its table."""
     uploads, polls = (1, 10) if quick else (2, 40)
     http, data = ctx["http"], SUBMISSIONS["reference_lm"].read_bytes()
     times = {"upload": [], "status": []}
@@ -222,27 +229,35 @@ def run(ctx, quick: bool, save_as: str = "web_load", with_floor: bool = True) ->
     note = (f"{CLIENTS} concurrent clients (threads, a new connection per request, as urllib does), {uploads} "
             f"upload(s) then {polls} status polls each ({cpu_split(cpu, wall)}); `grader serve` "
             f"(gunicorn, "
-            f"{ctx['web_workers']} worker processes, {serving()}) on PostgreSQL; uploads and the thread "
+            f"{ctx['web_workers']} worker processes, {serving(turns_on())}) on PostgreSQL; uploads and the thread "
             f"polls while 2 workers grade, then wrk (50 connections, "
             f"{5 if quick else 15} s) polling one status back to back with the workers stopped and again while 2 grade the backlog, then 50 "
             f"clients polling every {POLL_S:.0f} s (the status page's pace); "
             f"{os.cpu_count()} CPUs, load average "
             f"{os.getloadavg()[0]:.1f}. Peak memory of the web server (PSS of the gunicorn master and its workers, "
             f"shared pages divided among them): {peak_web:.0f} MB. Target: status p99 < 100 ms.")
-    save(save_as, {"times": times, "errors": errors, "wall_s": wall, "cpu_s": cpu, "web_pss_mb": peak_web,
-                      "wrk": measured, "server_status_ms": served})
-    return emit("Web latency under 50 concurrent clients", note + "\n\n" + table(
+    figures = {"times": times, "errors": errors, "wall_s": wall, "cpu_s": cpu, "web_pss_mb": peak_web,
+               "wrk": measured, "server_status_ms": served}
+    return figures, emit("Web latency under 50 concurrent clients", note + "\n\n" + table(
         ["request", "count", "errors", "p50 ms", "p95 (wrk: p90) ms", "p99 ms", "max ms", "req/s", "p99 < 100 ms"],
         rows))
 
 
-def serving() -> str:
-    """How `grader serve` runs requests under this process's GRADER_WEB_TURNS (the service inherits it)."""
+def turns_on() -> bool:
+    """WEB_TURNS as `grader serve` will read it from this process's environment (the service inherits it)."""
+    from flask import Config
+    config = Config(".")
+    config.from_prefixed_env("GRADER")
+    return bool(config.get("WEB_TURNS", True))
+
+
+def serving(turns: bool) -> str:
+    """How `grader serve` runs requests with or without its pools and turns."""
     from grader.app.serving import THREADS, WAITING
-    if os.environ.get("GRADER_WEB_TURNS", "true").lower() in ("false", "0", "no"):
-        return f"gthread, {THREADS} threads each, no turns (GRADER_WEB_TURNS=false)"
-    return (f"each with {THREADS} threads for reads and {WAITING} for writes, uploads one at a time "
-            "(grader/app/pools.py)")
+    if not turns:
+        return f"gunicorn's gthread worker, {THREADS} threads per process for every request"
+    return (f"{THREADS} threads per process for reads and {WAITING} for writes, each write read whole before its "
+            "turn, uploads one at a time (grader/app/pools.py, grader/app/admission.py)")
 
 
 def figures(saved: dict) -> dict:
@@ -255,10 +270,14 @@ def figures(saved: dict) -> dict:
             "paced polls p99": wrk.get("paced", {}).get("p", {}).get("99")}
 
 
+def values_of(runs: list[dict], name: str) -> list[float]:
+    """One figure over the runs of one serving, where it was measured."""
+    return [x[name] for x in runs if x[name] is not None]
+
+
 def turns_ab(rounds: int, quick: bool) -> str:
     """The whole load on a fresh service with and without the pools and turns, alternating; both side by side."""
-    import json
-    from common import RESULTS_DIR, check_set, med
+    from common import check_set, med
     from throughput import service
     runs = {"false": [], "true": []}
     for r in range(rounds):
@@ -267,26 +286,23 @@ def turns_ab(rounds: int, quick: bool) -> str:
             try:
                 with service(check_set(True), CLIENTS, access_log=True) as ctx:
                     ctx["start_workers"](2)
-                    run(ctx, quick, save_as="web_turns_run", with_floor=False)
+                    runs[turns].append(figures(measure(ctx, quick, with_floor=False)[0]))
             finally:
                 del os.environ["GRADER_WEB_TURNS"]
-            runs[turns].append(figures(json.loads((RESULTS_DIR / "web_turns_run.json").read_text())))
     names = list(runs["true"][0])
     rows = []
     for name in names:
         def cell(turns):
-            values = [x[name] for x in runs[turns] if x[name] is not None]
+            values = values_of(runs[turns], name)
             return (f"{med(values):.0f} ({', '.join(f'{v:.0f}' for v in values)})" if values else "not measured")
         rows.append([name, cell("false"), cell("true")])
     save("web_turns", {"rounds": rounds, "runs": runs})
     return emit("The web with and without its pools and turns, side by side (GRADER_WEB_TURNS)",
                 f"The whole load above (without its constant-answer floor) on a fresh service, {rounds} time(s) each "
                 "way, alternating (`.venv/bin/python bench/web_load.py --turns-ab "
-                f"{rounds}{' --quick' if quick else ''}`): without them, `grader serve` is gunicorn's gthread "
-                "worker, 4 threads per process for every request; with them (the default), 4 threads for reads and "
-                "28 for writes, each write read whole before its turn, uploads one at a time (grader/app/pools.py, "
-                "grader/app/admission.py). Milliseconds: the median, then each run in order. The target for every "
-                "status figure is p99 < 100 ms.\n\n"
+                f"{rounds}{' --quick' if quick else ''}`): without them, `grader serve` is {serving(False)}; with "
+                f"them (the default), {serving(True)}. Milliseconds: the median, then each run in order. The target "
+                "for every status figure is p99 < 100 ms.\n\n"
                 + table(["figure (ms)", "gthread (WEB_TURNS=false)", "pools and turns (the default)"], rows))
 
 

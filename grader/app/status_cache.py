@@ -1,39 +1,83 @@
-"""Recent status answers (GET /api/v1/submissions/ID), kept per web process and dropped whenever the data changes.
+"""Recent status answers (GET /api/v1/submissions/ID), kept per web process and dropped when what they show changes.
 
 A status poll otherwise costs a token lookup, the submission with its queue position, and JSON: several times
-what the same server answers with a constant (bench/web_load.py), and pollers ask back to back. On PostgreSQL a
-statement trigger on every table the answer reads (migration 0005) NOTIFYs `grader_status` when the writing
-transaction commits, whichever process wrote it; a thread of each web process LISTENs and empties the cache at
-each notification. An answer is kept only if no notification came while it was being made (the generation
-counter), so what is kept was true when the last notification was read; it is also kept at most MAX_AGE_S (a
-feedback rule can change what a student may read by the clock alone). Without the listener (SQLite, the triggers
-missing, the connection lost) nothing is kept or served from here. The key is the token's hash and the submission
-id: an answer is only ever served to the token that was answered.
+what the same server answers with a constant (bench/web_load.py), and pollers ask back to back. On PostgreSQL
+triggers on every table the answer reads (migrations 0005 and 0007) NOTIFY `grader_status` when the writing
+transaction commits, whichever process wrote it; a thread of each web process LISTENs and drops what each
+notification names (a Change): a submission's own answers, and when it entered or left the queue (or moved in
+it) the answers of every submission queued after it, whose positions moved; any other table's change drops
+everything. So a deadline burst's uploads (each appended at the queue's end) and a grading's heartbeats leave the
+other pollers' answers kept. An answer is kept only if no change that touches it came while it was being made
+(the generation counter and the recent changes), so what is kept was true when the last notification was read;
+it is also kept at most MAX_AGE_S (a feedback rule can change what a student may read by the clock alone). Without
+the listener (SQLite, the triggers missing, the connection lost) nothing is kept or served from here. The key is
+the token's hash and the submission id: an answer is only ever served to the token that was answered.
 """
+import collections
 import hashlib
 import logging
 import os
 import select
 import threading
 import time
+from datetime import datetime, timezone
+from typing import NamedTuple
 
 log = logging.getLogger(__name__)
 
 CHANNEL = "grader_status"
 TRIGGER = "grader_status_changed"
+ROW_TRIGGER = "grader_status_row_changed"
 MAX_AGE_S = 1.0
 MAX_ENTRIES = 10000
+RECENT = 1000  # changes remembered for answers being made; one made across more is not kept
+SLACK_S = 1e-3  # the database's epoch and Python's may differ in the last digits: drop a little more, never less
 RECONNECT_S = 1.0
 IDLE_S = 30.0  # a listener no poll used for this long closes its connection; the next poll starts another
 
 
+class Change(NamedTuple):
+    """What changed: one submission's answers (None: every answer) and, from `queued_from` (seconds since the
+    epoch) on, the queue positions of the submissions queued then or later."""
+
+    submission: int | None
+    queued_from: float | None = None
+
+    def touches(self, submission_id: int, queued_at: float | None) -> bool:
+        """Whether an answer for this submission, queued at `queued_at` (None: not queued), may be out of date."""
+        if self.submission is None or self.submission == submission_id:
+            return True
+        return None not in (self.queued_from, queued_at) and queued_at >= self.queued_from - SLACK_S
+
+    @classmethod
+    def parse(cls, payload: str) -> "Change":
+        """A notification's payload: "ID", "ID EPOCH" (migration 0007's row trigger), or anything else: everything."""
+        parts = payload.split()
+        try:
+            if len(parts) in (1, 2):
+                return cls(int(parts[0]), float(parts[1]) if len(parts) == 2 else None)
+        except ValueError:
+            pass
+        return EVERYTHING
+
+
+EVERYTHING = Change(None)
+
+
+def epoch(moment: datetime | None) -> float | None:
+    """A naive UTC time (models.utcnow) as seconds since the epoch, as the trigger writes it."""
+    return None if moment is None else moment.replace(tzinfo=timezone.utc).timestamp()
+
+
 class StatusCache:
-    """Answers by (token hash, submission id), valid while the listener listens; one per process."""
+    """Answers by submission id and token hash, valid while the listener listens; one per process."""
 
     def __init__(self, url: str, tables: int):
         self.url, self.tables = url, tables
-        self.entries: dict[tuple, tuple] = {}
+        self.entries: dict[int, dict[str, tuple]] = {}  # submission id -> token hash -> (made, body, headers, queued)
+        self.size = 0
         self.generation = 0
+        self.recent: collections.deque = collections.deque(maxlen=RECENT)  # (generation, Change)
         self.listening = False
         self.pid = None
         self.used = time.monotonic()
@@ -49,29 +93,50 @@ class StatusCache:
         self.used = time.monotonic()
         if not self.listening:
             return None
-        hit = self.entries.get(key)
+        hit = self.entries.get(key[1], {}).get(key[0])
         if hit is None or time.monotonic() - hit[0] > MAX_AGE_S:
             return None
         return hit[1], hit[2]
 
     def mark(self) -> int | None:
-        """Before making an answer: the generation it must still be at to be kept (None: do not keep)."""
+        """Before making an answer: the generation it was made from (None: do not keep it)."""
         self._ensure_listener()
         self.used = time.monotonic()
         return self.generation if self.listening else None
 
-    def put(self, key: tuple, mark: int | None, body: bytes, headers: dict) -> None:
+    def put(self, key: tuple, mark: int | None, body: bytes, headers: dict, queued_at: float | None = None) -> None:
+        """Keep an answer made from generation `mark`, for a submission queued at `queued_at` (None: not queued)."""
+        token_hash, submission_id = key
         with self.lock:
-            if mark is None or not self.listening or mark != self.generation:
-                return  # the data changed (or may have) while the answer was made
-            if len(self.entries) >= MAX_ENTRIES:
+            if mark is None or not self.listening or self.generation - mark > len(self.recent):
+                return  # no listener, or more changes came meanwhile than are remembered
+            if any(gen > mark and change.touches(submission_id, queued_at) for gen, change in self.recent):
+                return  # what the answer shows changed (or may have) while it was made
+            if self.size >= MAX_ENTRIES:
                 self.entries.clear()
-            self.entries[key] = (time.monotonic(), body, headers)
+                self.size = 0
+            answers = self.entries.setdefault(submission_id, {})
+            self.size += token_hash not in answers
+            answers[token_hash] = (time.monotonic(), body, headers, queued_at)
 
-    def invalidate(self) -> None:
+    def change(self, change: Change) -> None:
+        """Drop the answers a change touches."""
         with self.lock:
             self.generation += 1
-            self.entries.clear()
+            self.recent.append((self.generation, change))
+            if change.submission is None:
+                self.entries.clear()
+                self.size = 0
+                return
+            self.size -= len(self.entries.pop(change.submission, ()))
+            if change.queued_from is not None:
+                for submission_id in [i for i, answers in self.entries.items()
+                                      if any(change.touches(i, a[3]) for a in answers.values())]:
+                    self.size -= len(self.entries.pop(submission_id))
+
+    def invalidate(self) -> None:
+        """Drop every answer."""
+        self.change(EVERYTHING)
 
     # ------------------------------------------------------------ listening
     def _ensure_listener(self) -> None:
@@ -81,17 +146,19 @@ class StatusCache:
         with self.lock:
             if self.pid == os.getpid():
                 return
-            self.pid, self.listening, self.entries = os.getpid(), False, {}
+            self.pid, self.listening, self.entries, self.size = os.getpid(), False, {}, 0
             threading.Thread(target=self._listen, name="status-cache-listener", daemon=True).start()
 
     def _connect(self):
         import psycopg
         conn = psycopg.connect(self.url, autocommit=True, connect_timeout=5)
-        found = conn.execute("SELECT count(*) FROM pg_trigger WHERE tgname = %s", (TRIGGER,)).fetchone()[0]
-        if found < self.tables:
+        found = conn.execute("SELECT count(*) FROM pg_trigger WHERE tgname IN (%s, %s)",
+                             (TRIGGER, ROW_TRIGGER)).fetchone()[0]
+        if found < self.tables + 1:
             conn.close()
-            raise MissingTriggers(f"{found} of {self.tables} {TRIGGER} triggers: migration 0005 is not applied")
-        conn.add_notify_handler(lambda _notify: self.invalidate())  # however the notification is read
+            raise MissingTriggers(f"{found} of {self.tables + 1} status triggers: migrations 0005 and 0007 are not "
+                                  "applied")
+        conn.add_notify_handler(lambda notify: self.change(Change.parse(notify.payload)))  # however it is read
         conn.execute(f"LISTEN {CHANNEL}")
         return conn
 
@@ -104,10 +171,10 @@ class StatusCache:
                 self.listening = True
                 while True:
                     select.select([conn.fileno()], [], [], 5.0)  # a notification came, or 5 s passed
-                    conn.execute("SELECT 1")  # reads what came (the handler empties the cache); raises if dead
+                    conn.execute("SELECT 1")  # reads what came (the handler drops answers); raises if dead
                     with self.lock:
                         if time.monotonic() - self.used > IDLE_S:  # nobody polls: give the connection back
-                            self.listening, self.pid, self.entries = False, None, {}
+                            self.listening, self.pid, self.entries, self.size = False, None, {}, 0
                             self.generation += 1
                             conn.close()
                             return
@@ -143,13 +210,61 @@ def for_app(app) -> StatusCache | None:
             from sqlalchemy.engine import make_url
             url = make_url(db.url).set(drivername="postgresql").render_as_string(hide_password=False)
             cache = StatusCache(url, len(_tables()))
-            # This process's own writes empty its cache at once, without waiting for their notification (a client
-            # that regrades and then polls the same web process sees the regrade); read-only requests do not.
-            from sqlalchemy import event
-            for maker in {db.Session, db.ReadSession}:
-                event.listen(maker, "after_commit", lambda s, c=cache: s.info.get("reads") or c.invalidate())
+            _drop_on_own_commits(cache, {db.Session, db.ReadSession})
         app.extensions["grader.status_cache"] = cache
     return cache
+
+
+def _drop_on_own_commits(cache: StatusCache, makers) -> None:
+    """This process's own writes drop what they change at their commit, without waiting for their notification (a
+    client that regrades and then polls the same web process sees the regrade); read-only sessions drop nothing."""
+    from sqlalchemy import event
+
+    def flushed(s, _context):
+        s.info.setdefault("status_changes", []).extend(own_changes(s))
+
+    def executed(state):
+        if not state.is_select:  # a bulk UPDATE or DELETE, or SQL text: what it touched is not known here
+            state.session.info.setdefault("status_changes", []).append(EVERYTHING)
+
+    def committed(s):
+        for change in set(s.info.pop("status_changes", ())):
+            cache.change(change)
+
+    def rolled_back(s):
+        s.info.pop("status_changes", None)
+
+    for maker in makers:
+        event.listen(maker, "after_flush", flushed)
+        event.listen(maker, "do_orm_execute", executed)
+        event.listen(maker, "after_commit", committed)
+        event.listen(maker, "after_soft_rollback", lambda s, _previous: rolled_back(s))
+
+
+def own_changes(s) -> list[Change]:
+    """What a flush changed of the status answers: a submission's own (and the queue after it when it entered or
+    left the queue, or moved in it), or everything for any other table the answers read."""
+    from sqlalchemy import inspect
+    from .models import Submission
+    tables, changes = set(_tables()), []
+    for obj in (*s.new, *s.dirty, *s.deleted):
+        if not isinstance(obj, Submission):
+            if getattr(obj, "__tablename__", None) in tables:
+                changes.append(EVERYTHING)
+            continue
+        state = inspect(obj)
+        status, queued = state.attrs.status.history, state.attrs.enqueued_at.history
+        if not (obj in s.deleted or obj in s.new or status.has_changes() or queued.has_changes()):
+            changes.append(Change(obj.id))  # its place in the queue as it was: no one else's position moved
+            continue
+        times = [t for t in (*queued.added, *queued.unchanged, *queued.deleted) if t is not None]
+        if times:
+            changes.append(Change(obj.id, epoch(min(times))))
+        elif "enqueued_at" in state.unloaded:
+            changes.append(EVERYTHING)  # its time in the queue is not known here
+        else:
+            changes.append(Change(obj.id))  # queued without a time, no one's position counts it
+    return changes
 
 
 def _tables() -> tuple:

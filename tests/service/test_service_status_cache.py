@@ -156,3 +156,114 @@ def test_an_unused_listener_gives_its_connection_back_and_the_next_poll_starts_a
     until(lambda: cache.pid is None, "the idle listener stopping", timeout=15)
     assert not cache.listening and not cache.entries
     listening(pg_app, client, sid, course.alice)  # the next poll starts a new listener
+
+
+def notified(cache, before: int, submission_id: int | None = None):
+    """Wait until the cache has read a change after generation `before` (naming submission_id, if given)."""
+    until(lambda: any(gen > before and (submission_id is None or change.submission == submission_id)
+                      for gen, change in list(cache.recent)), "the change's notification")
+
+
+def test_another_submission_s_heartbeat_keeps_the_answer(pg_app, course):
+    client = pg_app.test_client()
+    mine = upload(client, course.alice, REFERENCE).get_json()["id"]
+    other = upload(client, course.bob, REFERENCE).get_json()["id"]
+    cache = listening(pg_app, client, mine, course.alice)
+    kept = status(client, mine, course.alice)
+    before = cache.generation
+    with other_connection(pg_app) as conn:  # a worker's heartbeat and live verdict on bob's running submission
+        conn.execute("UPDATE submissions SET status = 'running', heartbeat_at = now() WHERE id = %s", (other,))
+        conn.execute("UPDATE submissions SET current_check = 'split_heads' WHERE id = %s", (other,))
+    notified(cache, before, other)
+    with statements(pg_app) as sent:
+        again = status(client, mine, course.alice)
+    assert sent == [], f"bob's grading dropped alice's answer: {sent}"
+    assert again.get_json() == kept.get_json()
+
+
+def test_an_upload_keeps_the_answers_queued_before_it(pg_app, course):
+    client = pg_app.test_client()
+    mine = upload(client, course.alice, REFERENCE).get_json()["id"]
+    cache = listening(pg_app, client, mine, course.alice)
+    assert status(client, mine, course.alice).get_json()["queue_position"] == 1
+    before = cache.generation
+    bob = upload(client, course.bob, REFERENCE).get_json()["id"]  # this process's own write, and its notification
+    notified(cache, before, bob)
+    with statements(pg_app) as sent:
+        assert status(client, mine, course.alice).get_json()["queue_position"] == 1
+    assert sent == [], f"bob's upload dropped alice's answer: {sent}"
+
+
+def test_a_claim_ahead_moves_the_kept_positions_behind_it(pg_app, course):
+    client = pg_app.test_client()
+    ahead = upload(client, course.alice, REFERENCE).get_json()["id"]
+    behind = upload(client, course.bob, REFERENCE).get_json()["id"]
+    cache = listening(pg_app, client, behind, course.bob)
+    assert status(client, behind, course.bob).get_json()["queue_position"] == 2
+    assert status(client, behind, course.bob).get_json()["queue_position"] == 2  # kept
+    before = cache.generation
+    with other_connection(pg_app) as conn:  # a worker claims alice's
+        conn.execute("UPDATE submissions SET status = 'running', started_at = now() WHERE id = %s", (ahead,))
+    notified(cache, before, ahead)  # at once, not once the kept answer has aged out
+    assert status(client, behind, course.bob).get_json()["queue_position"] == 1
+
+
+def test_a_submission_queued_before_a_kept_answer_moves_it(pg_app, course):
+    """Another process's regrade committed after bob's upload but sent to the queue before it (two processes'
+    clocks, or a commit that waited): bob's kept position is dropped."""
+    client = pg_app.test_client()
+    earlier = upload(client, course.alice, REFERENCE).get_json()["id"]
+    with other_connection(pg_app) as conn:
+        conn.execute("UPDATE submissions SET status = 'done' WHERE id = %s", (earlier,))
+    behind = upload(client, course.bob, REFERENCE).get_json()["id"]
+    cache = listening(pg_app, client, behind, course.bob)
+    until(lambda: status(client, behind, course.bob).get_json()["queue_position"] == 1, "bob first in the queue")
+    assert status(client, behind, course.bob).get_json()["queue_position"] == 1  # kept
+    before = cache.generation
+    with other_connection(pg_app) as conn:
+        conn.execute("UPDATE submissions SET status = 'queued', enqueued_at = "
+                     "(SELECT enqueued_at FROM submissions WHERE id = %s) - interval '1 second' WHERE id = %s",
+                     (behind, earlier))
+    notified(cache, before, earlier)
+    assert status(client, behind, course.bob).get_json()["queue_position"] == 2
+
+
+def test_this_process_s_own_change_of_a_loaded_submission_shows_at_once(pg_app, course):
+    client = pg_app.test_client()
+    sid = upload(client, course.alice, REFERENCE).get_json()["id"]
+    cache = listening(pg_app, client, sid, course.alice)
+    status(client, sid, course.alice)
+    before = cache.generation
+    with pg_app.app_context(), get_db(pg_app).session() as s:
+        s.get(Submission, sid).status = "running"
+        s.commit()
+        assert cache.generation > before  # dropped at the commit, before any notification is read
+    assert status(client, sid, course.alice).get_json()["status"] == "running"
+
+
+def test_the_row_trigger_names_the_row_and_when_the_queue_moved(pg_app, course):
+    client = pg_app.test_client()
+    sid = upload(client, course.alice, REFERENCE).get_json()["id"]
+    with other_connection(pg_app) as listener, other_connection(pg_app) as writer:
+        listener.execute(f"LISTEN {status_cache.CHANNEL}")
+        queued_at = writer.execute("SELECT extract(epoch FROM enqueued_at) FROM submissions WHERE id = %s",
+                                   (sid,)).fetchone()[0]
+        writer.execute("UPDATE submissions SET heartbeat_at = now() WHERE id = %s", (sid,))
+        writer.execute("UPDATE submissions SET status = 'running' WHERE id = %s", (sid,))
+        writer.execute("UPDATE tokens SET revoked_at = NULL WHERE false")
+        payloads = [n.payload for n in listener.notifies(timeout=2, stop_after=3)]
+    changes = [status_cache.Change.parse(p) for p in payloads]
+    assert changes[0] == status_cache.Change(sid)  # a heartbeat: its own answers only
+    assert changes[1].submission == sid and abs(changes[1].queued_from - float(queued_at)) < 1e-3  # left the queue
+    assert changes[2] == status_cache.EVERYTHING  # any other table's statement
+
+
+def test_a_change_touches_its_own_answers_and_the_queue_after_it():
+    Change = status_cache.Change
+    assert Change.parse("") == Change.parse("not a change") == status_cache.EVERYTHING
+    assert Change.parse("7") == Change(7) and Change.parse("7 1700000000.25") == Change(7, 1700000000.25)
+    assert Change(7).touches(7, None) and not Change(7).touches(8, 1.0)
+    moved = Change(7, 100.0)
+    assert moved.touches(8, 100.0) and moved.touches(8, 150.0) and not moved.touches(8, 99.0)
+    assert not moved.touches(8, None)  # not queued: no position to move
+    assert status_cache.EVERYTHING.touches(8, None)

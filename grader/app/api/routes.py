@@ -315,7 +315,7 @@ def get_submission(submission_id):
         mark = cache.mark() if key else None
         response = status_answer(submission_id)
         if key and response.status_code == 200:
-            cache.put(key, mark, response.get_data(), dict(response.headers))
+            cache.put(key, mark, response.get_data(), dict(response.headers), g.get("status_queued_at"))
     return response.make_conditional(request)
 
 
@@ -324,6 +324,7 @@ def status_answer(submission_id):
     s = session()
     sub = visible_submission(s, submission_id)
     response = jsonify(submission_json(s, sub))
+    g.status_queued_at = status_cache.epoch(sub.enqueued_at) if sub.status == "queued" else None  # for the cache
     # Each token sees its own view: only the caller's cache may keep it, and must ask again before reusing it.
     response.headers["Cache-Control"] = "private, no-cache"
     response.vary.add("Authorization")

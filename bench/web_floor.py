@@ -12,7 +12,7 @@ from flask import Flask, jsonify
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from grader.app.pools import TwoPoolWorker  # noqa: E402
-from grader.app.serving import THREADS, WAITING, Gunicorn  # noqa: E402
+from grader.app.serving import THREADS, Gunicorn  # noqa: E402
 
 app = Flask(__name__)
 
@@ -25,6 +25,5 @@ def status():
 
 if __name__ == "__main__":
     port, workers = int(sys.argv[1]), int(sys.argv[2])
-    TwoPoolWorker.writers = WAITING
     Gunicorn(app, {"bind": f"127.0.0.1:{port}", "workers": workers, "threads": THREADS,
                    "worker_class": TwoPoolWorker, "preload_app": True}).run()

@@ -253,10 +253,11 @@ def turns_on() -> bool:
 
 def serving(turns: bool) -> str:
     """How `grader serve` runs requests with or without its pools and turns."""
-    from grader.app.serving import THREADS, WAITING
+    from grader.app.pools import TwoPoolWorker
+    from grader.app.serving import THREADS
     if not turns:
         return f"gunicorn's gthread worker, {THREADS} threads per process for every request"
-    return (f"{THREADS} threads per process for reads and {WAITING} for writes, each write read whole before its "
+    return (f"{THREADS} threads per process for reads and {TwoPoolWorker.writers} for writes, each write read whole before its "
             "turn, uploads one at a time (grader/app/pools.py, grader/app/admission.py)")
 
 

@@ -32,7 +32,7 @@ class Admission:
             return self.inner(environ, start_response)
         endpoint = self.endpoint(environ)
         read_ahead(environ, report_limit(self.flask_app, endpoint) or self.flask_app.config.get("MAX_CONTENT_LENGTH"))
-        with self.uploads if endpoint in UPLOAD_ENDPOINTS else self.writes:
+        with self.turns(endpoint):
             return self.inner(environ, start_response)
 
     def endpoint(self, environ) -> str | None:
@@ -43,8 +43,9 @@ class Admission:
             return None
         return endpoint
 
-    def is_upload(self, environ) -> bool:
-        return environ.get("REQUEST_METHOD") == "POST" and self.endpoint(environ) in UPLOAD_ENDPOINTS
+    def turns(self, endpoint: str | None) -> "Turns":
+        """What a write to this view waits for: the uploads' turn (one at a time) or the other writes'."""
+        return self.uploads if endpoint in UPLOAD_ENDPOINTS else self.writes
 
 
 class Turns:

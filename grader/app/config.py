@@ -31,7 +31,7 @@ class Defaults:
     SANDBOX_BACKEND = None  # None: the judge's default, as `grader check`; or process | docker | auto
     SANDBOX_PRESTART = True  # start each grading slot's next sandbox (torch imported) while it waits for a job
     SANDBOX_LOW_PRIORITY = True  # a worker's sandboxes yield the CPU to the web and the database (nice, cgroup, shares)
-    WEB_TURNS = True  # `grader serve`: uploads take turns, so a burst of them leaves room for status polls (admission.py)
+    WEB_TURNS = True  # `grader serve`: reads and writes in thread pools of their own, uploads one at a time (pools.py)
     STATUS_CACHE = True  # PostgreSQL: web processes keep status answers until a change is notified (status_cache.py)
     # Training step budget per track, e.g. GRADER_TRAINING_STEPS='{"lm": 200}'; a track not named keeps the
     # default (reverse 600, lm 300), the budget the pass thresholds were measured at (docs/training.md).

@@ -24,7 +24,9 @@ PEEK = 16  # bytes enough for the longest method name and its space
 class TwoPoolWorker(ThreadWorker):
     """gthread with a pool of `threads` for reads and one of `writers` for writes."""
 
-    writers: int = None  # threads for writes per process: grader/app/serving.py sets it before forking the workers
+    # Threads per process for requests with a body: each reads its body in one, then waits for its turn
+    # (grader/app/admission.py); enough for a deadline burst's uploads (25 a process in bench/web_load.py)
+    writers: int = 28
 
     def init_process(self):
         self.write_pool = futures.ThreadPoolExecutor(max_workers=self.writers, thread_name_prefix="writes")

@@ -10,9 +10,6 @@ from .pools import TwoPoolWorker
 from .queue import preload
 
 THREADS = 4  # per worker process for reads: a request waiting on the database leaves the core to another
-# Per worker process for requests with a body (grader/app/pools.py): each reads its body in one, then waits for its
-# turn (grader/app/admission.py); enough for a deadline burst's uploads (25 a process in bench/web_load.py)
-WAITING = 28
 # How long a stopping server lets requests in flight finish before its workers are killed. gunicorn's default (30 s)
 # is longer than `docker stop` waits before SIGKILL (10 s), and one stalled upload holds the whole stop that long
 # (a CI run waited > 30 s; tests/service/test_service_stop.py). Every request here is short.
@@ -48,8 +45,8 @@ def default_workers() -> int:
 
 def serve(app, host: str, port: int, workers: int | None = None, threads: int | None = None,
           access_log: bool = False) -> None:
-    """Serve the app with `workers` processes of `threads` threads for reads and WAITING for writes (with WEB_TURNS
-    off: `threads` for both), until SIGTERM or SIGINT."""
+    """Serve the app with `workers` processes of `threads` threads for reads and TwoPoolWorker.writers for writes
+    (with WEB_TURNS off: `threads` for both), until SIGTERM or SIGINT."""
     # Connections opened so far (the migrations) must not be shared by the forked workers: each opens its own.
     get_db(app).engine.dispose()
     preload(app)  # shared by the forked workers, not imported in each one's first upload
@@ -60,7 +57,6 @@ def serve(app, host: str, port: int, workers: int | None = None, threads: int | 
     worker_class = "gthread"
     if app.config["WEB_TURNS"]:
         admit(app, writes=threads)
-        TwoPoolWorker.writers = WAITING
         worker_class = TwoPoolWorker
     options = {"bind": f"{host}:{port}", "workers": workers or default_workers(), "threads": threads,
                "worker_class": worker_class, "preload_app": True, "graceful_timeout": GRACEFUL_S}

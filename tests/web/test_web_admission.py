@@ -11,7 +11,7 @@ from urllib.parse import parse_qs
 import pytest
 from werkzeug.test import EnvironBuilder
 
-from grader.app.admission import Admission
+from grader.app.admission import BODILESS, Admission
 
 UPLOAD = "/api/v1/assignments/cap/submissions"
 POLL = "/api/v1/submissions/1"
@@ -97,12 +97,14 @@ def held(web_app):
 
 def test_uploads_are_told_apart_by_the_apps_own_routes(web_app):
     admission = Admission(web_app, writes=4)
-    assert admission.is_upload(environ("POST", UPLOAD, "api"))
-    assert admission.is_upload(environ("POST", "/submit", "form"))
-    assert not admission.is_upload(environ("GET", "/submit", "the form's page"))
-    assert not admission.is_upload(environ("GET", POLL, "poll"))
-    assert not admission.is_upload(environ("POST", "/api/v1/submissions/1/regrade", "regrade"))
-    assert not admission.is_upload(environ("POST", "/no/such/page", "missing"))
+
+    def turns(path: str, name: str):
+        return admission.turns(admission.endpoint(environ("POST", path, name)))
+    assert turns(UPLOAD, "api") is admission.uploads
+    assert turns("/submit", "form") is admission.uploads
+    assert turns("/api/v1/submissions/1/regrade", "regrade") is admission.writes
+    assert turns("/no/such/page", "missing") is admission.writes
+    assert {"GET", "HEAD", "OPTIONS"} <= BODILESS  # reads, the form's page and polls among them, take no turn
 
 
 def test_a_poll_runs_while_uploads_wait_for_their_turn(held):

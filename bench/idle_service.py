@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import CORRECTNESS, ROOT, SUBMISSIONS, emit, med, memory_mb, pct, save, table  # noqa: E402
+from common import CORRECTNESS, SUBMISSIONS, emit, med, memory_mb, pct, save, table  # noqa: E402
 
 POLL_S = 0.05
 SETTLE_S = 4.0  # after a grading, before the next upload: at least this, and until the next sandbox is ready

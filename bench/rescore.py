@@ -183,7 +183,7 @@ def main() -> int:
         new_path = Path(tmp) / "capstone.toml"
         new_path.write_text(text.replace('metric = "loss_ratio", full = 0.5', 'metric = "loss_ratio", full = 0.3')
                             .replace(f'version = "{old.version}"', 'version = "bench.2"'))
-        print(f"through the store (grader rescore: read every result, score, store the new score, commit; once):")
+        print("through the store (grader rescore: read every result, score, store the new score, commit; once):")
         with databases() as found:
             for label, url in found:
                 took, count, changed = through_the_store(url, stored, new_path)

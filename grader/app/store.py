@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session, aliased, joinedload, with_expression
 
 from ..source import Rejected, Source, read_source
 from .files import clean_filename
-from . import rules, scoring
+from . import rules
 from .models import Assignment, Attempt, Result, Student, Submission, utcnow
 
 ASSIGNMENT_FIELDS = ("title", "track", "checks", "seed", "limits")

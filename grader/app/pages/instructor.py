@@ -1,11 +1,11 @@
 """Instructor pages: every submission at a glance, a student's history, one submission in full with the report beside
 the automatic scores, manual grading, regrades, the score distribution, releases, CSV export and roster import."""
-from flask import (Blueprint, Response, abort, current_app, flash, jsonify, redirect, render_template, request,
+from flask import (Blueprint, abort, current_app, flash, jsonify, redirect, render_template, request,
                    url_for)
 
 from .. import accounts, coursework, grading, store, visibility
 from ..db import session
-from ..files import content_disposition, submission_file
+from ..files import submission_file
 from ..models import SUBMISSION_STATUSES, Submission
 from ..queue import commit_and_send
 from .student import report_response

@@ -9,7 +9,7 @@ from ...source import Rejected
 from .. import accounts, coursework, rules, store
 from ..db import session
 from ..files import content_disposition, submission_file
-from ..models import Submission, utcnow
+from ..models import Submission
 from ..queue import commit_and_send
 from .common import (RateLimited, allows_upload, check_rate, count_rate, guarded_sign_in, safe_next, setup_blueprint,
                   sign_in, sign_out, signed_in, who)

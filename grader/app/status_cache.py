@@ -224,8 +224,8 @@ def _drop_on_own_commits(cache: StatusCache, makers) -> None:
         s.info.setdefault("status_changes", []).extend(own_changes(s))
 
     def executed(state):
-        if not state.is_select:  # a bulk UPDATE or DELETE, or SQL text: what it touched is not known here
-            state.session.info.setdefault("status_changes", []).append(EVERYTHING)
+        if not state.is_select and not state.session.info.get("reads"):  # a bulk UPDATE or DELETE, or SQL text
+            state.session.info.setdefault("status_changes", []).append(EVERYTHING)  # what it touched is not known
 
     def committed(s):
         for change in set(s.info.pop("status_changes", ())):

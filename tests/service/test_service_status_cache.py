@@ -267,3 +267,15 @@ def test_a_change_touches_its_own_answers_and_the_queue_after_it():
     assert moved.touches(8, 100.0) and moved.touches(8, 150.0) and not moved.touches(8, 99.0)
     assert not moved.touches(8, None)  # not queued: no position to move
     assert status_cache.EVERYTHING.touches(8, None)
+
+
+def test_a_read_request_drops_nothing(pg_app, course):
+    """The health check sends SQL text, whose effect the cache cannot see; a read request's is none by definition."""
+    client = pg_app.test_client()
+    sid = upload(client, course.alice, REFERENCE).get_json()["id"]
+    listening(pg_app, client, sid, course.alice)
+    status(client, sid, course.alice)
+    assert client.get("/api/v1/health").status_code == 200
+    with statements(pg_app) as sent:
+        status(client, sid, course.alice)
+    assert sent == [], f"a health check dropped the kept answer: {sent}"

@@ -5,7 +5,7 @@ what the same server answers with a constant (bench/web_load.py), and pollers as
 triggers on every table the answer reads (migrations 0005 and 0007) NOTIFY `grader_status` when the writing
 transaction commits, whichever process wrote it; a thread of each web process LISTENs and drops what each
 notification names (a Change): a submission's own answers, and when it entered or left the queue (or moved in
-it) the answers of every submission queued after it, whose positions moved; any other table's change drops
+it) the answers of every submission queued at or after it, whose positions moved; any other table's change drops
 everything. So a deadline burst's uploads (each appended at the queue's end) and a grading's heartbeats leave the
 other pollers' answers kept. An answer is kept only if no change that touches it came while it was being made
 (the generation counter and the recent changes), so what is kept was true when the last notification was read;
@@ -110,11 +110,16 @@ class StatusCache:
         with self.lock:
             if mark is None or not self.listening or self.generation - mark > len(self.recent):
                 return  # no listener, or more changes came meanwhile than are remembered
-            if any(gen > mark and change.touches(submission_id, queued_at) for gen, change in self.recent):
-                return  # what the answer shows changed (or may have) while it was made
+            for gen, change in reversed(self.recent):  # newest first: the changes made since the mark
+                if gen <= mark:
+                    break
+                if change.touches(submission_id, queued_at):
+                    return  # what the answer shows changed (or may have) while it was made
             if self.size >= MAX_ENTRIES:
-                self.entries.clear()
-                self.size = 0
+                self._drop(lambda _submission_id, _answer: False)
+                if self.size >= MAX_ENTRIES:
+                    self.entries.clear()
+                    self.size = 0
             answers = self.entries.setdefault(submission_id, {})
             self.size += token_hash not in answers
             answers[token_hash] = (time.monotonic(), body, headers, queued_at)
@@ -130,9 +135,19 @@ class StatusCache:
                 return
             self.size -= len(self.entries.pop(change.submission, ()))
             if change.queued_from is not None:
-                for submission_id in [i for i, answers in self.entries.items()
-                                      if any(change.touches(i, a[3]) for a in answers.values())]:
-                    self.size -= len(self.entries.pop(submission_id))
+                self._drop(lambda submission_id, answer: change.touches(submission_id, answer[3]))
+
+    def _drop(self, touched) -> None:
+        """Drop the answers `touched(submission id, answer)` names, and every answer too old to be served (so a scan
+        costs the last second's answers, not every one ever kept). The caller holds the lock."""
+        stale = time.monotonic() - MAX_AGE_S
+        for submission_id, answers in list(self.entries.items()):
+            for token_hash, answer in list(answers.items()):
+                if answer[0] < stale or touched(submission_id, answer):
+                    del answers[token_hash]
+                    self.size -= 1
+            if not answers:
+                del self.entries[submission_id]
 
     def invalidate(self) -> None:
         """Drop every answer."""
@@ -217,54 +232,72 @@ def for_app(app) -> StatusCache | None:
 
 def _drop_on_own_commits(cache: StatusCache, makers) -> None:
     """This process's own writes drop what they change at their commit, without waiting for their notification (a
-    client that regrades and then polls the same web process sees the regrade); read-only sessions drop nothing."""
+    client that regrades and then polls the same web process sees the regrade). A read-only session's SQL text and
+    bulk statements drop nothing (it writes nothing); a savepoint's end waits for the transaction's."""
     from sqlalchemy import event
 
     def flushed(s, _context):
-        s.info.setdefault("status_changes", []).extend(own_changes(s))
+        try:
+            changes = own_changes(s)
+        except Exception:  # never fail a write over what it should drop: drop everything
+            log.exception("status cache: cannot tell what a flush changed")
+            changes = [EVERYTHING]
+        s.info.setdefault("status_changes", []).extend(changes)
 
     def executed(state):
         if not state.is_select and not state.session.info.get("reads"):  # a bulk UPDATE or DELETE, or SQL text
             state.session.info.setdefault("status_changes", []).append(EVERYTHING)  # what it touched is not known
 
     def committed(s):
+        if s.in_nested_transaction():  # a savepoint released: nothing is committed yet
+            return
         for change in set(s.info.pop("status_changes", ())):
             cache.change(change)
 
-    def rolled_back(s):
-        s.info.pop("status_changes", None)
+    def rolled_back(s, previous):
+        if not previous.nested:  # back to a savepoint, the changes before it stand (and a few more dropped is no harm)
+            s.info.pop("status_changes", None)
 
     for maker in makers:
         event.listen(maker, "after_flush", flushed)
         event.listen(maker, "do_orm_execute", executed)
         event.listen(maker, "after_commit", committed)
-        event.listen(maker, "after_soft_rollback", lambda s, _previous: rolled_back(s))
+        event.listen(maker, "after_soft_rollback", rolled_back)
 
 
 def own_changes(s) -> list[Change]:
-    """What a flush changed of the status answers: a submission's own (and the queue after it when it entered or
-    left the queue, or moved in it), or everything for any other table the answers read."""
-    from sqlalchemy import inspect
+    """What a flush changed of the status answers: for a submission, what migration 0007's trigger will say of it;
+    for any other table the answers read, everything."""
     from .models import Submission
     tables, changes = set(_tables()), []
     for obj in (*s.new, *s.dirty, *s.deleted):
-        if not isinstance(obj, Submission):
-            if getattr(obj, "__tablename__", None) in tables:
-                changes.append(EVERYTHING)
-            continue
-        state = inspect(obj)
-        status, queued = state.attrs.status.history, state.attrs.enqueued_at.history
-        if not (obj in s.deleted or obj in s.new or status.has_changes() or queued.has_changes()):
-            changes.append(Change(obj.id))  # its place in the queue as it was: no one else's position moved
-            continue
-        times = [t for t in (*queued.added, *queued.unchanged, *queued.deleted) if t is not None]
-        if times:
-            changes.append(Change(obj.id, epoch(min(times))))
-        elif "enqueued_at" in state.unloaded:
-            changes.append(EVERYTHING)  # its time in the queue is not known here
-        else:
-            changes.append(Change(obj.id))  # queued without a time, no one's position counts it
+        if isinstance(obj, Submission):
+            changes.append(submission_change(obj, obj in s.new, obj in s.deleted))
+        elif getattr(obj, "__tablename__", None) in tables:
+            changes.append(EVERYTHING)
     return changes
+
+
+def submission_change(obj, new: bool, deleted: bool) -> Change:
+    """A flushed submission's Change, from its attributes' history (in after_flush, still as before the flush): its
+    queue time before the flush if it may have been queued then, and after if it may be queued now. A value not
+    loaded here is not known, and a time not known where the submission may be queued means everything."""
+    from sqlalchemy import inspect
+    state = inspect(obj)
+    submission_id = state.identity[0] if state.identity else obj.id
+    status, queued = state.attrs.status.history, state.attrs.enqueued_at.history
+    if not (new or deleted or status.has_changes() or queued.has_changes()):
+        return Change(submission_id)  # its place in the queue as it was: no one else's position moved
+    before = (not new, status.deleted or status.unchanged, queued.deleted or queued.unchanged)
+    after = (not deleted, status.added or status.unchanged, queued.added or queued.unchanged)
+    times = []
+    for here, statuses, queue_times in (before, after):
+        if not here or (statuses and "queued" not in statuses):
+            continue  # no row then, or a row known not to be queued
+        if not queue_times:
+            return EVERYTHING
+        times += [t for t in queue_times if t is not None]  # a queued row without a time is counted before no one
+    return Change(submission_id, epoch(min(times)) if times else None)
 
 
 def _tables() -> tuple:

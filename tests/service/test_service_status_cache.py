@@ -158,10 +158,10 @@ def test_an_unused_listener_gives_its_connection_back_and_the_next_poll_starts_a
     listening(pg_app, client, sid, course.alice)  # the next poll starts a new listener
 
 
-def notified(cache, before: int, submission_id: int | None = None):
-    """Wait until the cache has read a change after generation `before` (naming submission_id, if given)."""
-    until(lambda: any(gen > before and (submission_id is None or change.submission == submission_id)
-                      for gen, change in list(cache.recent)), "the change's notification")
+def notified(cache, before: int, submission_id: int | None = None, count: int = 1):
+    """Wait until the cache has read `count` changes after generation `before` (naming submission_id, if given)."""
+    until(lambda: sum(gen > before and (submission_id is None or change.submission == submission_id)
+                      for gen, change in list(cache.recent)) >= count, "the change's notification")
 
 
 def test_another_submission_s_heartbeat_keeps_the_answer(pg_app, course):
@@ -187,8 +187,8 @@ def test_an_upload_keeps_the_answers_queued_before_it(pg_app, course):
     cache = listening(pg_app, client, mine, course.alice)
     assert status(client, mine, course.alice).get_json()["queue_position"] == 1
     before = cache.generation
-    bob = upload(client, course.bob, REFERENCE).get_json()["id"]  # this process's own write, and its notification
-    notified(cache, before, bob)
+    bob = upload(client, course.bob, REFERENCE).get_json()["id"]
+    notified(cache, before, bob, count=2)  # this process's own commit, then the trigger's notification
     with statements(pg_app) as sent:
         assert status(client, mine, course.alice).get_json()["queue_position"] == 1
     assert sent == [], f"bob's upload dropped alice's answer: {sent}"
@@ -200,11 +200,13 @@ def test_a_claim_ahead_moves_the_kept_positions_behind_it(pg_app, course):
     behind = upload(client, course.bob, REFERENCE).get_json()["id"]
     cache = listening(pg_app, client, behind, course.bob)
     assert status(client, behind, course.bob).get_json()["queue_position"] == 2
-    assert status(client, behind, course.bob).get_json()["queue_position"] == 2  # kept
+    assert status(client, behind, course.bob).get_json()["queue_position"] == 2
+    assert behind in cache.entries
     before = cache.generation
     with other_connection(pg_app) as conn:  # a worker claims alice's
         conn.execute("UPDATE submissions SET status = 'running', started_at = now() WHERE id = %s", (ahead,))
     notified(cache, before, ahead)  # at once, not once the kept answer has aged out
+    assert behind not in cache.entries
     assert status(client, behind, course.bob).get_json()["queue_position"] == 1
 
 
@@ -218,13 +220,15 @@ def test_a_submission_queued_before_a_kept_answer_moves_it(pg_app, course):
     behind = upload(client, course.bob, REFERENCE).get_json()["id"]
     cache = listening(pg_app, client, behind, course.bob)
     until(lambda: status(client, behind, course.bob).get_json()["queue_position"] == 1, "bob first in the queue")
-    assert status(client, behind, course.bob).get_json()["queue_position"] == 1  # kept
+    assert status(client, behind, course.bob).get_json()["queue_position"] == 1
+    assert behind in cache.entries
     before = cache.generation
     with other_connection(pg_app) as conn:
         conn.execute("UPDATE submissions SET status = 'queued', enqueued_at = "
                      "(SELECT enqueued_at FROM submissions WHERE id = %s) - interval '1 second' WHERE id = %s",
                      (behind, earlier))
     notified(cache, before, earlier)
+    assert behind not in cache.entries
     assert status(client, behind, course.bob).get_json()["queue_position"] == 2
 
 
@@ -243,19 +247,81 @@ def test_this_process_s_own_change_of_a_loaded_submission_shows_at_once(pg_app, 
 
 def test_the_row_trigger_names_the_row_and_when_the_queue_moved(pg_app, course):
     client = pg_app.test_client()
-    sid = upload(client, course.alice, REFERENCE).get_json()["id"]
     with other_connection(pg_app) as listener, other_connection(pg_app) as writer:
         listener.execute(f"LISTEN {status_cache.CHANNEL}")
-        queued_at = writer.execute("SELECT extract(epoch FROM enqueued_at) FROM submissions WHERE id = %s",
-                                   (sid,)).fetchone()[0]
+        sid = upload(client, course.alice, REFERENCE).get_json()["id"]
+        other = upload(client, course.bob, REFERENCE).get_json()["id"]
+        queued_at = dict(writer.execute("SELECT id, extract(epoch FROM enqueued_at) FROM submissions").fetchall())
         writer.execute("UPDATE submissions SET heartbeat_at = now() WHERE id = %s", (sid,))
         writer.execute("UPDATE submissions SET status = 'running' WHERE id = %s", (sid,))
+        writer.execute("DELETE FROM submissions WHERE id = %s", (other,))
         writer.execute("UPDATE tokens SET revoked_at = NULL WHERE false")
-        payloads = [n.payload for n in listener.notifies(timeout=2, stop_after=3)]
+        payloads = [n.payload for n in listener.notifies(timeout=2, stop_after=6)]
     changes = [status_cache.Change.parse(p) for p in payloads]
-    assert changes[0] == status_cache.Change(sid)  # a heartbeat: its own answers only
-    assert changes[1].submission == sid and abs(changes[1].queued_from - float(queued_at)) < 1e-3  # left the queue
-    assert changes[2] == status_cache.EVERYTHING  # any other table's statement
+    moved = [(c.submission, round(c.queued_from, 3) if c.queued_from else None) for c in changes]
+    assert moved[:2] == [(sid, round(float(queued_at[sid]), 3)), (other, round(float(queued_at[other]), 3))]  # in
+    assert changes[2] == status_cache.Change(sid)  # a heartbeat: its own answers only
+    assert moved[3:5] == [(sid, round(float(queued_at[sid]), 3)), (other, round(float(queued_at[other]), 3))]  # out
+    assert changes[5] == status_cache.EVERYTHING  # any other table's statement
+
+
+def test_this_process_s_own_flush_says_what_the_trigger_will(pg_app, course):
+    """What a commit in this process drops before its notification comes (a cache without a listener records it)."""
+    from sqlalchemy.orm import sessionmaker
+    client = pg_app.test_client()
+    first = upload(client, course.alice, REFERENCE).get_json()["id"]
+    second = upload(client, course.bob, REFERENCE).get_json()["id"]
+    cache = status_cache.StatusCache("postgresql://unused", tables=0)
+    maker = sessionmaker(get_db(pg_app).engine, expire_on_commit=False)
+    status_cache._drop_on_own_commits(cache, {maker})
+
+    def committed(write) -> list:
+        before = cache.generation
+        with maker() as s:
+            write(s)
+            s.commit()
+        return [change for gen, change in cache.recent if gen > before]
+    with maker() as s:
+        times = {sub.id: status_cache.epoch(sub.enqueued_at) for sub in s.query(Submission)}
+
+    def claim(s):
+        s.get(Submission, first).status = "running"
+    assert committed(claim) == [status_cache.Change(first, times[first])]  # the queue behind it moved
+
+    def heartbeat(s):
+        s.get(Submission, second).heartbeat_at = status_cache.datetime.now()
+    assert committed(heartbeat) == [status_cache.Change(second)]
+
+    def regrade(s):
+        sub = s.get(Submission, first)
+        sub.status, sub.enqueued_at = "queued", status_cache.datetime(2030, 1, 1)
+    assert committed(regrade) == [status_cache.Change(first, status_cache.epoch(status_cache.datetime(2030, 1, 1)))]
+
+    def rolled_back(s):
+        s.get(Submission, second).status = "running"
+        s.flush()
+        s.rollback()
+    assert committed(rolled_back) == []
+
+    def savepoint(s):
+        released_at = cache.generation
+        with s.begin_nested():
+            s.get(Submission, second).status = "running"
+        assert cache.generation == released_at  # a savepoint's release commits nothing yet
+    assert committed(savepoint) == [status_cache.Change(second, times[second])]
+
+    def back_to_a_savepoint(s):
+        s.get(Submission, first).heartbeat_at = status_cache.datetime.now()
+        s.flush()
+        with pytest.raises(ZeroDivisionError), s.begin_nested():
+            s.get(Submission, second).heartbeat_at = status_cache.datetime.now()
+            s.flush()
+            1 / 0
+    assert status_cache.Change(first) in committed(back_to_a_savepoint)  # what came before the savepoint stands
+
+    def bulk(s):
+        s.execute(update(Submission).where(Submission.id == second).values(status="queued"))
+    assert committed(bulk) == [status_cache.EVERYTHING]
 
 
 def test_a_change_touches_its_own_answers_and_the_queue_after_it():
@@ -279,3 +345,17 @@ def test_a_read_request_drops_nothing(pg_app, course):
     with statements(pg_app) as sent:
         status(client, sid, course.alice)
     assert sent == [], f"a health check dropped the kept answer: {sent}"
+
+
+def test_a_queue_change_drops_the_answers_behind_it_and_those_too_old_to_serve():
+    cache = status_cache.StatusCache("postgresql://unused", tables=0)
+    cache.listening = True  # as if the listener listened: put() keeps answers
+    for sid, queued_at in ((1, 10.0), (2, 20.0), (3, None), (4, 5.0)):
+        cache.put(("token", sid), cache.generation, b"{}", {}, queued_at)
+    old = cache.entries[4]["token"]
+    cache.entries[4]["token"] = (old[0] - 2 * status_cache.MAX_AGE_S, *old[1:])  # made two seconds ago
+    cache.change(status_cache.Change(9, 15.0))  # a submission queued at 15 s was claimed
+    assert sorted(cache.entries) == [1, 3] and cache.size == 2  # 2 was behind it; 4 could no longer be served
+    cache.put(("token", 2), cache.generation - 1, b"{}", {}, 20.0)  # made before that change: not kept
+    cache.put(("token", 5), cache.generation - 1, b"{}", {}, 1.0)  # ahead of it: kept
+    assert sorted(cache.entries) == [1, 3, 5] and cache.size == 3

@@ -108,8 +108,8 @@ WHY = {
     5: "the first verdicts wait for the sandbox's checks; on a machine busy with other work the sandbox, at a low "
        "CPU weight, waits for the CPU (the figure moves with the load)",
     6: "the 50 uploads at once saturate the 2 cores (the server's 2 processes, PostgreSQL, the 50 client threads "
-       "themselves); polls have threads of their own and uploads run one at a time per process "
-       "(grader/app/pools.py), but each upload empties the kept status answers",
+       "themselves); polls have threads of their own, uploads run one at a time per process "
+       "(grader/app/pools.py), and an upload drops no other poller's kept status answer (grader/app/status_cache.py)",
     7: "",
     8: "an idle worker holds two torch interpreters where the bare process has one: the judge's (the worker main "
        "process and its pool process, forked from it) and the fork server's zygote (a separate interpreter, the "

@@ -257,8 +257,8 @@ def serving(turns: bool) -> str:
     from grader.app.serving import THREADS
     if not turns:
         return f"gunicorn's gthread worker, {THREADS} threads per process for every request"
-    return (f"{THREADS} threads per process for reads and {TwoPoolWorker.writers} for writes, each write read whole before its "
-            "turn, uploads one at a time (grader/app/pools.py, grader/app/admission.py)")
+    return (f"{THREADS} threads per process for reads and {TwoPoolWorker.writers} for writes, each write read whole "
+            "before its turn, uploads one at a time (grader/app/pools.py, grader/app/admission.py)")
 
 
 def figures(saved: dict) -> dict:

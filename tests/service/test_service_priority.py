@@ -37,6 +37,19 @@ def sandboxed(pids: list[int]) -> list[int]:
     return out
 
 
+def who(groups: dict) -> list:
+    """Each pid with its cpu group, uid and command line, as far as they can still be read (a failure's detail)."""
+    out = []
+    for pid, group in groups.items():
+        try:
+            uid = os.stat(f"/proc/{pid}").st_uid
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")[:120].decode(errors="replace")
+        except FileNotFoundError:
+            uid, command = None, "(exited)"
+        out.append((pid, group, uid, command))
+    return out
+
+
 def cpu_group(pid: int) -> str:
     """pid's group in the cgroup v1 cpu hierarchy, '' without one."""
     for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
@@ -70,8 +83,9 @@ def test_a_workers_judge_yields_to_the_web_and_its_sandboxes_to_the_judge(pg_url
         if (ROOT / "cpu" / "cgroup.procs").exists():  # cgroup v1's cpu controller: where sessions are weighed
             assert cpu_group(pool) == f"/{JUDGE}", "the judge is in its cpu group: nice counts only in a session"
             assert int((ROOT / "cpu" / JUDGE / "cpu.shares").read_text()) == JUDGE_SHARES
-            assert all(cpu_group(pid).startswith("/grader-sandbox/") for pid in ahead), \
-                "each sandbox leaves the judge's group for the sandboxes' lower one"
+            groups = {pid: cpu_group(pid) for pid in ahead}
+            assert all(group.startswith("/grader-sandbox/") for group in groups.values()), \
+                f"each sandbox leaves the judge's group for the sandboxes' lower one: {who(groups)}"
     finally:
         worker.kill()
         redis.stop()

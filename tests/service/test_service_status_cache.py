@@ -1,6 +1,7 @@
 """The status answer kept per web process (grader/app/status_cache.py): served again without SQL, dropped as soon as
 anything it was made from changes, in this process or any other (PostgreSQL NOTIFY); never on SQLite."""
 import time
+from datetime import datetime
 
 import psycopg
 import pytest
@@ -286,13 +287,13 @@ def test_this_process_s_own_flush_says_what_the_trigger_will(pg_app, course):
     assert committed(claim) == [status_cache.Change(first, times[first])]  # the queue behind it moved
 
     def heartbeat(s):
-        s.get(Submission, second).heartbeat_at = status_cache.datetime.now()
+        s.get(Submission, second).heartbeat_at = datetime.now()
     assert committed(heartbeat) == [status_cache.Change(second)]
 
     def regrade(s):
         sub = s.get(Submission, first)
-        sub.status, sub.enqueued_at = "queued", status_cache.datetime(2030, 1, 1)
-    assert committed(regrade) == [status_cache.Change(first, status_cache.epoch(status_cache.datetime(2030, 1, 1)))]
+        sub.status, sub.enqueued_at = "queued", datetime(2030, 1, 1)
+    assert committed(regrade) == [status_cache.Change(first, status_cache.epoch(datetime(2030, 1, 1)))]
 
     def rolled_back(s):
         s.get(Submission, second).status = "running"
@@ -308,10 +309,10 @@ def test_this_process_s_own_flush_says_what_the_trigger_will(pg_app, course):
     assert committed(savepoint) == [status_cache.Change(second, times[second])]
 
     def back_to_a_savepoint(s):
-        s.get(Submission, first).heartbeat_at = status_cache.datetime.now()
+        s.get(Submission, first).heartbeat_at = datetime.now()
         s.flush()
         with pytest.raises(ZeroDivisionError), s.begin_nested():
-            s.get(Submission, second).heartbeat_at = status_cache.datetime.now()
+            s.get(Submission, second).heartbeat_at = datetime.now()
             s.flush()
             1 / 0
     assert status_cache.Change(first) in committed(back_to_a_savepoint)  # what came before the savepoint stands

@@ -25,9 +25,6 @@ from typing import NamedTuple
 
 log = logging.getLogger(__name__)
 
-CHANNEL = "grader_status"
-TRIGGER = "grader_status_changed"
-ROW_TRIGGER = "grader_status_row_changed"
 MAX_AGE_S = 1.0
 MAX_ENTRIES = 10000
 RECENT = 1000  # changes remembered for answers being made; one made across more is not kept
@@ -166,15 +163,16 @@ class StatusCache:
 
     def _connect(self):
         import psycopg
+        statements, rows = _migration("0005_status_notify"), _migration("0007_status_rows")
         conn = psycopg.connect(self.url, autocommit=True, connect_timeout=5)
         found = conn.execute("SELECT count(*) FROM pg_trigger WHERE tgname IN (%s, %s)",
-                             (TRIGGER, ROW_TRIGGER)).fetchone()[0]
+                             (statements.FUNCTION, rows.FUNCTION)).fetchone()[0]
         if found < self.tables + 1:
             conn.close()
             raise MissingTriggers(f"{found} of {self.tables + 1} status triggers: migrations 0005 and 0007 are not "
                                   "applied")
         conn.add_notify_handler(lambda notify: self.change(Change.parse(notify.payload)))  # however it is read
-        conn.execute(f"LISTEN {CHANNEL}")
+        conn.execute(f"LISTEN {rows.CHANNEL}")
         return conn
 
     def _listen(self) -> None:
@@ -301,5 +299,11 @@ def submission_change(obj, new: bool, deleted: bool) -> Change:
 
 
 def _tables() -> tuple:
+    """The tables whose statement trigger notifies (migration 0005)."""
+    return _migration("0005_status_notify").TABLES
+
+
+def _migration(name: str):
+    """A migration's module: the trigger, function and channel names are defined once, where they are made."""
     import importlib
-    return importlib.import_module(".migrations.versions.0005_status_notify", __package__).TABLES
+    return importlib.import_module(f".migrations.versions.{name}", __package__)

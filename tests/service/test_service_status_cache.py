@@ -246,7 +246,7 @@ def test_a_submission_queued_before_a_kept_answer_moves_it(pg_app, course):
 def test_the_row_trigger_names_the_row_and_when_the_queue_moved(pg_app, course):
     client = pg_app.test_client()
     with other_connection(pg_app) as listener, other_connection(pg_app) as writer:
-        listener.execute(f"LISTEN {status_cache.CHANNEL}")
+        listener.execute(f"LISTEN {status_cache._migration('0007_status_rows').CHANNEL}")
         sid = upload(client, course.alice, REFERENCE).get_json()["id"]
         other = upload(client, course.bob, REFERENCE).get_json()["id"]
         queued_at = dict(writer.execute("SELECT id, extract(epoch FROM enqueued_at) FROM submissions").fetchall())

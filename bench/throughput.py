@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ROOT, SUBMISSIONS, check_set, emit, med, memory_mb, pct, save, table  # noqa: E402
+from common import ROOT, SUBMISSIONS, check_set, cpu_s, emit, med, pct, save, table  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
 from grader.app import store  # noqa: E402
@@ -60,7 +60,10 @@ def descendants(pid: int, tree: dict) -> list[int]:
 
 
 class MemorySampler:
-    """Peak RSS of each worker's main process, pool process(es) and sandbox tree (summed per sample)."""
+    """Peak RSS of each worker's main process, pool process(es) and sandbox tree (summed per sample).
+
+    RSS from /proc/PID/statm, not smaps_rollup: a torch process's smaps_rollup costs about 5 ms of CPU to read,
+    and every 0.5 s for each process it took a tenth of a core from the gradings it measures."""
 
     def __init__(self, workers):
         self.workers, self.peaks, self.stop = workers, {"worker main": 0.0, "worker pool process": 0.0,
@@ -74,10 +77,10 @@ class MemorySampler:
                 if not w.proc or w.proc.poll() is not None:
                     continue
                 main = w.proc.pid
-                self.peaks["worker main"] = max(self.peaks["worker main"], memory_mb(main)["rss"])
+                self.peaks["worker main"] = max(self.peaks["worker main"], rss_mb(main))
                 for pool in tree.get(main, []):  # prefork pool children (and beat, when on)
-                    self.peaks["worker pool process"] = max(self.peaks["worker pool process"], memory_mb(pool)["rss"])
-                    sandbox = sum(memory_mb(p)["rss"] for p in descendants(pool, tree))
+                    self.peaks["worker pool process"] = max(self.peaks["worker pool process"], rss_mb(pool))
+                    sandbox = sum(rss_mb(p) for p in descendants(pool, tree))
                     self.peaks["sandbox (all its processes)"] = max(self.peaks["sandbox (all its processes)"], sandbox)
 
     def __enter__(self):
@@ -87,6 +90,57 @@ class MemorySampler:
     def __exit__(self, *exc):
         self.stop.set()
         self.thread.join(2)
+
+
+def rss_mb(pid: int) -> float:
+    """Resident memory of one process in MB (/proc/PID/statm), 0 once it is gone."""
+    try:
+        with open(f"/proc/{pid}/statm") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def cpu_parts(ctx) -> dict:
+    """CPU seconds so far of each part of the service, this benchmark and the whole machine: a process counts with
+    the children it reaped (cutime), so a sandbox that ended still counts, in the zygote or pool process that reaped
+    it."""
+    from web_load import machine_busy_s
+    tree, parts = proc_tree(), {"sandboxes": 0.0, "judges": 0.0, "worker mains": 0.0}
+    for w in ctx["workers"]:
+        if not w.proc or w.proc.poll() is not None:
+            continue
+        parts["worker mains"] += cpu_s([w.proc.pid])
+        for pool in tree.get(w.proc.pid, []):
+            whole = cpu_s([pool, *descendants(pool, tree)])
+            judge = own_cpu_s(pool)
+            parts["judges"] += judge
+            parts["sandboxes"] += whole - judge  # the zygote, its forks, any started sandbox and what they reaped
+    parts["web server"] = cpu_s([ctx["web_pid"], *descendants(ctx["web_pid"], tree)])
+    parts["PostgreSQL and Redis"] = cpu_s(p for p in (int(e) for e in os.listdir("/proc") if e.isdigit())
+                                          if command(p) in ("postgres", "redis-server"))
+    parts["this benchmark"] = own_cpu_s(os.getpid())
+    parts["machine"] = machine_busy_s()
+    return parts
+
+
+def command(pid: int) -> str:
+    """A process's command name (/proc/PID/comm), or "" once it is gone."""
+    try:
+        with open(f"/proc/{pid}/comm") as fh:
+            return fh.read().strip()
+    except OSError:
+        return ""
+
+
+def own_cpu_s(pid: int) -> float:
+    """CPU this process used itself (utime, stime), without its reaped children's."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 @contextlib.contextmanager
@@ -167,20 +221,30 @@ def rows_for(app, ids):
     return subs, reports
 
 
+def not_finished(app, ids) -> int:
+    """How many of these submissions are neither done nor failed: one count, polled while the burst grades."""
+    from sqlalchemy import func, select
+    from grader.app.models import Submission
+    with get_db(app).Session() as s:
+        return s.scalar(select(func.count()).where(Submission.id.in_(ids),
+                                                   Submission.status.not_in(("done", "failed"))))
+
+
 def burst(ctx, n: int, tag: str, data: bytes, timeout: float, slug: str = "bench") -> dict:
     """Upload n files at once (one per student), wait until all are graded; the figures."""
     from tests.service.svc_cluster import wait_for
-    ids = []
+    ids, cpu_before, t0 = [], cpu_parts(ctx), time.monotonic()
     for k in range(n):
         status, sub = ctx["http"].upload(slug, ctx["tokens"][k], data + f"\n# {tag} {k}\n".encode(), "sub.py")
         assert status == 202, (status, sub)
         ids.append(sub["id"])
 
     def done():
-        subs, _ = rows_for(ctx["app"], ids)
-        return all(r.status in ("done", "failed") for r in subs.values())
+        return not_finished(ctx["app"], ids) == 0
     with MemorySampler(ctx["workers"]) as mem:
         wait_for(done, timeout, 0.5, f"{n} gradings")
+    cpu = {k: v - cpu_before[k] for k, v in cpu_parts(ctx).items()}
+    cpu["window"] = time.monotonic() - t0  # from just before the uploads to the poll that saw the last one done
     subs, reports = rows_for(ctx["app"], ids)
     subs = {i: subs[i] for i in ids}  # in upload order
     created = min(r.created_at for r in subs.values())
@@ -192,7 +256,7 @@ def burst(ctx, n: int, tag: str, data: bytes, timeout: float, slug: str = "bench
     judge = [reports[i]["timings"]["total_s"] for i in ids if i in reports]
     return {"n": n, "ids": ids, "failed": sum(r.status == "failed" for r in subs.values()), "makespan_s": makespan,
             "per_min": 60 * n / makespan, "queue_wait": waits, "latency": latency, "grading": grading,
-            "judge": judge, "memory_mb": mem.peaks,
+            "judge": judge, "memory_mb": mem.peaks, "cpu_s": cpu,
             "store": [g - j for g, j in zip(grading, judge)], "timings": [reports[i]["timings"] for i in ids if i in reports]}
 
 
@@ -218,6 +282,33 @@ def bare_compute(repeat: int) -> float:
     if proc.returncode:
         raise RuntimeError(proc.stderr[-1500:])
     return json.loads(proc.stdout.strip().splitlines()[-1])["bare_s"]
+
+
+def core_seconds(b: dict, n: int) -> list:
+    """Rows: where a burst's core-seconds went, per grading; their sum is what the rate is against the limit."""
+    cpu, cores = b["cpu_s"], os.cpu_count() or 1
+    whole = cores * cpu["window"]
+    rows = [[f"core-seconds per grading over the burst ({cores} x {cpu['window']:.0f} s / {n}), of which:",
+             whole / n]]
+    rows += [[f"  {name}", seconds / n] for name, seconds in cpu_split_parts(cpu)]
+    rows.append(["bare compute / the sandboxes' CPU per grading (what the sandboxes alone allow)",
+                 b["bare_s"] * n / cpu["sandboxes"] if cpu["sandboxes"] else float("nan")])
+    return rows
+
+
+CPU_PARTS = {"sandboxes": "sandboxes (the checks, the training run, the verification; the zygote)",
+             "judges": "judges (pool processes: the plan, each training step's replay, the verdicts)",
+             "worker mains": "worker mains (celery)", "web server": "web server", "PostgreSQL and Redis": None,
+             "this benchmark": "this benchmark (its polls of the store, its memory samples)"}
+
+
+def cpu_split_parts(cpu: dict) -> list[tuple[str, float]]:
+    """(what, core-seconds) for each part of cpu_parts' difference over a window, the rest and the idle cores."""
+    parts = [(CPU_PARTS[k] or k, cpu[k]) for k in CPU_PARTS if k in cpu]
+    rest = cpu["machine"] - sum(v for _, v in parts)
+    whole = (os.cpu_count() or 1) * cpu["window"]
+    return parts + [("the rest of the machine (the kernel, other processes)", max(0.0, rest)),
+                    ("idle", max(0.0, whole - cpu["machine"]))]
 
 
 def exactly_once(app, ids: list[int]) -> dict:
@@ -326,6 +417,7 @@ def main(argv=None) -> str:
                  ["  training's stages p50 s (" + ", ".join(sorted({k for t in b["timings"] for k in t["stages"]
                                                                  if k.startswith("training")})) + ")",
                   med([sum(v or 0 for k, v in t["stages"].items() if k.startswith("training")) for t in b["timings"]])],
+                 *core_seconds(b, n_burst),
                  ["store: lost / not done / graded twice / without a result", f"{st['lost']} / {len(st['not_done'])} / "
                   f"{len(st['twice'])} / {len(st['no_result'])}" + (" (each exactly once)" if once else "")],
                  ["retried (attempts > 1: an infrastructure retry, still one result)", len(st["retried"])]]

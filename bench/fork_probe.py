@@ -13,7 +13,10 @@ grading with training. This measures the alternative before the grader uses it. 
   cgroup; it reports ready and then runs a few steps of a transformer layer (the fork server's spawn, the default
   as root);
 - judge-born: the same zygote forked from a process that imported torch first (as a worker's judge would, before
-  it reads any secret), for target 8's shape: what the three hold together against a bare `import torch`.
+  it reads any secret), for target 8's shape: what the three hold together against a bare `import torch`;
+- worker-born: the same, and then the torch process imports what a worker's main process imports (celery, the app,
+  the judge) and forks its pool process, as celery's prefork pool does: target 8's shape for a whole worker, a lower
+  bound (imported only: no broker, no database, nothing graded).
 
 Prints, per variant, the time to ready, the CPU its process tree took until then, and the memory (PSS: shared
 pages divided among the processes mapping them) at rest.
@@ -42,12 +45,17 @@ from grader.sandbox.seccomp import deny_list_bpf  # noqa: E402
 from common import cpu_s, memory_mb, save  # noqa: E402
 
 UID = 64999  # the probe's children: outside the grader's uid pool, owning no file
+# What a worker's main process imports besides torch (worker-born): Celery's worker and pool, the broker's client,
+# the database's, the app and the grading task with the judge. Imported only: nothing connects or runs.
+WORKER_MODULES = ["celery.apps.worker", "celery.worker.consumer", "billiard.pool", "kombu.transport.redis",
+                  "psycopg", "grader.app", "grader.judge", "worker.tasks", "worker.grading"]
 
 # The zygote: grader/sandbox/zygote.py loaded by path, and torch (it runs in the runner's interpreter). For each
 # "fork" on stdin it spawns a sandbox, which says "ready <ms from spawn>" once isolated and waits for the go; the
 # zygote prints "ready <ms> <pid>", then on "go" lets it run a few steps of a transformer layer and prints "done".
 ZYGOTE = r'''
 import importlib.util, json, os, sys, time
+WORKER_MODULES = json.loads(sys.argv[4])
 found = importlib.util.spec_from_file_location("zygote", sys.argv[1])
 zygote = importlib.util.module_from_spec(found)
 found.loader.exec_module(zygote)
@@ -62,9 +70,15 @@ def work():
     for _ in range(10):
         layer(x).sum().backward()
 
-if sys.argv[3] == "judge-born" and os.fork():
+if sys.argv[3] in ("judge-born", "worker-born") and os.fork():
     # this process stands for the judge: it imported torch, forked the zygote before reading any secret, and idles
     sys.stdin.close()
+    if sys.argv[3] == "worker-born":
+        # a worker's main process: then what it imports (celery, the app, the judge) and its prefork pool process
+        import importlib
+        for name in WORKER_MODULES:
+            importlib.import_module(name)
+        os.fork()
     while True:
         time.sleep(3600)
 print("zygote ready", flush=True)
@@ -136,7 +150,8 @@ class Zygote:
     def __init__(self, python: str, spec: dict, mode: str):
         t0 = time.perf_counter()
         spec = dict(spec, roots=python_roots(python))
-        self.proc = subprocess.Popen([python, "-I", "-c", ZYGOTE, zygote.__file__, json.dumps(spec), mode],
+        self.proc = subprocess.Popen([python, "-I", "-c", ZYGOTE, zygote.__file__, json.dumps(spec), mode,
+                                      json.dumps(WORKER_MODULES)],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env={}, cwd="/")
         if self.proc.stdout.readline().strip() != "zygote ready":
             raise RuntimeError("the zygote did not start")
@@ -197,10 +212,11 @@ def main(argv=None) -> None:
             "seccomp": deny_list_bpf().hex()}
     zygotes = {}
     sandbox = ProcessSandbox()
-    rows = {"cold": [], "runner": [], "judge-born": []}
+    rows = {"cold": [], "runner": [], "judge-born": [], "worker-born": []}
     try:
         zygotes["runner"] = Zygote(runner_python(), spec, "runner")
         zygotes["judge-born"] = Zygote(sys.executable, spec, "judge-born")
+        zygotes["worker-born"] = Zygote(sys.executable, spec, "worker-born")
         for _ in range(args.rounds):
             rows["cold"].append(cold_round(sandbox))
             for mode, z in zygotes.items():
@@ -208,6 +224,7 @@ def main(argv=None) -> None:
         bare = bare_torch(sys.executable)
         time.sleep(0.5)
         judge_born, bare_pss = zygotes["judge-born"].fork()["with_zygote_mb"], pss_mb([bare.pid])
+        worker_born = zygotes["worker-born"].fork()["with_zygote_mb"]
         bare.stdin.close()
         bare.wait(30)
     finally:
@@ -230,11 +247,14 @@ def main(argv=None) -> None:
     print(f"{'zygote + one forked child, at rest':62} {'':>12} {'':>8} {med('runner', 'with_zygote_mb'):8.1f}")
     print(f"{'judge-born: a torch process + the zygote it forked + a child':62} {'':>12} {'':>8} "
           f"{med('judge-born', 'with_zygote_mb'):8.1f}")
+    print(f"{'worker-born: and its main imports the worker, forks a pool process':62} {'':>12} {'':>8} "
+          f"{med('worker-born', 'with_zygote_mb'):8.1f}")
     print(f"\nTarget 8's shape with a judge-born zygote: (a torch process + its zygote + a forked child) / a bare "
           f"`import torch` process, measured at the same moment: {judge_born:.1f} / {bare_pss:.1f} MB = "
-          f"{judge_born / bare_pss:.2f} (celery's own processes not included).")
+          f"{judge_born / bare_pss:.2f} (celery's own processes not included); with what a worker's main then imports "
+          f"and its pool process: {worker_born:.1f} / {bare_pss:.1f} MB = {worker_born / bare_pss:.2f}.")
     save("fork_probe", {"rows": rows, "zygote_ready_s": z.ready_s, "zygote_pss_mb": z.pss_mb,
-                        "judge_born_mb": judge_born, "bare_mb": bare_pss})
+                        "judge_born_mb": judge_born, "worker_born_mb": worker_born, "bare_mb": bare_pss})
 
 
 if __name__ == "__main__":

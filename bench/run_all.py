@@ -113,8 +113,23 @@ WHY = {
     7: "",
     8: "an idle worker holds two torch interpreters where the bare process has one: the judge's (the worker main "
        "process and its pool process, forked from it) and the fork server's zygote (a separate interpreter, the "
-       "runner's, started with an empty environment); the sandbox forked ahead from the zygote adds a few MB",
+       "runner's, started with an empty environment); the sandbox forked ahead from the zygote adds a few MB; one "
+       "torch image for all (a zygote forked by the worker's main before it reads any secret) would still leave "
+       "celery's, the app's and the judge's own modules and pages above the bare process: the worker-born figure",
 }
+
+
+def core_split(b: dict) -> str:
+    """Where the burst's core-seconds went per grading (bench/throughput.py's cpu_parts), when it measured them."""
+    cpu = b.get("cpu_s")
+    if not cpu:
+        return ""
+    from throughput import cpu_split_parts
+    n, whole = b["n"], (os.cpu_count() or 1) * cpu["window"]
+    parts = ", ".join(f"{what.split(' (')[0]} {seconds / n:.2f}" for what, seconds in cpu_split_parts(cpu))
+    return (f"the cores' {whole / n:.1f} core-seconds per grading went to: {parts} (the sandboxes' CPU is "
+            f"{cpu['sandboxes'] / (b['bare_s'] * n):.2f} x the bare compute: the checks, the training and the "
+            "verification)")
 
 
 def started_measured(ran: set) -> str:
@@ -237,8 +252,8 @@ def targets(ran: set, quick: bool) -> str:
             note7 = "; ".join(x for x in (
                 f"each sandbox forked by the fork server, ready in {med(starts):.2f} s p50, next to "
                 f"{b['bare_s']:.1f} s of a grading's bare compute; what the limit does not count and remains is the "
-                "verification's own compute and the judge's replay of each training step (bench/NOTES.md)", note7)
-                if x)
+                "verification's own compute and the judge's replay of each training step (bench/NOTES.md)",
+                core_split(b), note7) if x)
         started = started_measured(ran)
         if started:
             note7 = "; ".join(x for x in (note7, started) if x)
@@ -261,6 +276,10 @@ def targets(ran: set, quick: bool) -> str:
     note8 = (f"a torch process, a zygote it forked and the zygote's forked child hold {f['judge_born_mb']:.0f} MB "
              f"against a bare `import torch` process's {f['bare_mb']:.0f} MB, {f['judge_born_mb'] / f['bare_mb']:.2f} x "
              "(bench/fork_probe.py): the shape a fork server born of the judge's process would give" if f else "")
+    if f and f.get("worker_born_mb"):
+        note8 += (f"; with what a worker's main then imports (celery, the app, the judge) and its pool process forked "
+                  f"after, as celery does, the same shape holds {f['worker_born_mb']:.0f} MB, "
+                  f"{f['worker_born_mb'] / f['bare_mb']:.2f} x, before it has run anything")
     row(8, "memory per idle worker (sandbox ready ahead) <= 1.25 x a bare `import torch` process (PSS, both "
            "measured at the same moment)", m8, ok8, note8)
     from common import table

@@ -63,7 +63,8 @@ class MemorySampler:
     """Peak RSS of each worker's main process, pool process(es) and sandbox tree (summed per sample).
 
     RSS from /proc/PID/statm, not smaps_rollup: a torch process's smaps_rollup costs about 5 ms of CPU to read,
-    and every 0.5 s for each process it took a tenth of a core from the gradings it measures."""
+    and read every 0.5 s for each process (with a wait that loaded every report) the benchmark took about a tenth
+    of the two cores from the gradings it measures (bench/NOTES.md, 7 Dec)."""
 
     def __init__(self, workers):
         self.workers, self.peaks, self.stop = workers, {"worker main": 0.0, "worker pool process": 0.0,

@@ -79,14 +79,15 @@ def memory_mb(pid: int) -> dict:
     return out
 
 
-def cpu_s(pids) -> float:
-    """CPU these processes used, with their reaped children's (utime, stime, cutime, cstime of /proc/PID/stat)."""
-    total = 0
+def cpu_s(pids, children: bool = True) -> float:
+    """CPU these processes used (utime, stime of /proc/PID/stat), with their reaped children's (cutime, cstime)
+    unless children is False; a process already gone counts nothing."""
+    total, end = 0, 15 if children else 13
     for pid in pids:
         try:
             with open(f"/proc/{pid}/stat") as fh:
                 fields = fh.read().rsplit(")", 1)[1].split()
-            total += sum(int(x) for x in fields[11:15])
+            total += sum(int(x) for x in fields[11:end])
         except OSError:
             pass
     return total / os.sysconf("SC_CLK_TCK")

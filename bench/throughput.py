@@ -114,13 +114,13 @@ def cpu_parts(ctx) -> dict:
         parts["worker mains"] += cpu_s([w.proc.pid])
         for pool in tree.get(w.proc.pid, []):
             whole = cpu_s([pool, *descendants(pool, tree)])
-            judge = own_cpu_s(pool)
+            judge = cpu_s([pool], children=False)
             parts["judges"] += judge
             parts["sandboxes"] += whole - judge  # the zygote, its forks, any started sandbox and what they reaped
     parts["web server"] = cpu_s([ctx["web_pid"], *descendants(ctx["web_pid"], tree)])
     parts["PostgreSQL and Redis"] = cpu_s(p for p in (int(e) for e in os.listdir("/proc") if e.isdigit())
                                           if command(p) in ("postgres", "redis-server"))
-    parts["this benchmark"] = own_cpu_s(os.getpid())
+    parts["this benchmark"] = cpu_s([os.getpid()], children=False)
     parts["machine"] = machine_busy_s()
     return parts
 
@@ -132,16 +132,6 @@ def command(pid: int) -> str:
             return fh.read().strip()
     except OSError:
         return ""
-
-
-def own_cpu_s(pid: int) -> float:
-    """CPU this process used itself (utime, stime), without its reaped children's."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            fields = fh.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 @contextlib.contextmanager

@@ -173,7 +173,7 @@ def child_main(stage, job_dir, write_fd, inputs_blob, prev_blob, probes, max_blo
             send({"type": "result", "outcome": outcome, "message": message,
                   "traceback": student_frames(exc, path)})
         except BaseException:
-            pass
+            os._exit(71)  # our own pipe failed: the parent sees the stage end without a result, not a clean exit
     finally:
         for stream in (sys.stdout, sys.stderr):
             try:
@@ -227,6 +227,8 @@ def read_stage(read_fd, pid, budget, max_blob, relay=None):
     if not state["exited"]:
         _, status = os.waitpid(pid, 0)
     state["status"] = status
+    if state["result"] is None:  # killed or died: what it started frees its memory before the next stage runs
+        await_group_gone(pid)
     return state
 
 
@@ -525,6 +527,8 @@ def run_group(stages, spare, max_blob, channel, outputs, after_fork=None):
             LATE.append(pid)
         elif not state["exited"]:
             _, state["status"] = os.waitpid(pid, 0)
+        if index < len(stages):  # a stage did not finish: its helpers free their memory before the next stage runs
+            await_group_gone(pid)
         os.close(read_fd)
         os.close(ack_w)
     if index < len(stages):
@@ -672,6 +676,36 @@ def dying(pid: int, proc: str = "/proc") -> bool:
     except (OSError, ValueError, IndexError):
         return False
     return bool(flags & PF_EXITING) or any(mask & SIGKILL_MASK for mask in pending)
+
+
+def await_group_gone(pgid: int, limit_s: float = 3.0, proc: str = "/proc") -> bool:
+    """Wait until no process of the killed group pgid is left but zombies (whose memory is freed), at most limit_s;
+    True once none is. A killed stage's helpers free their memory only as they exit, after the kill returns: the
+    next stage, started at once, would find the sandbox's memory still full (its own pipe writes then fail)."""
+    deadline = time.monotonic() + limit_s
+    while True:
+        if not group_alive(pgid, proc):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.01)
+
+
+def group_alive(pgid: int, proc: str = "/proc") -> bool:
+    """Some process of group pgid is still running or exiting (not yet a zombie); False when /proc cannot say."""
+    try:
+        pids = [name for name in os.listdir(proc) if name.isdigit()]
+    except OSError:
+        return False
+    for pid in pids:
+        try:
+            with open(f"{proc}/{pid}/stat", "rb") as fh:
+                fields = fh.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # gone meanwhile
+        if len(fields) > 2 and fields[2] == str(pgid).encode() and fields[0] not in (b"Z", b"X"):
+            return True
+    return False
 
 
 def take(spares: list):

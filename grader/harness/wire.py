@@ -2,10 +2,12 @@
 
 Stdlib only: this module runs inside the sandbox and in the judge.
 """
+import errno
 import fcntl
 import json
 import os
 import struct
+import time
 
 MAGIC = b"GRD1"
 # magic, header length, blob length
@@ -14,6 +16,7 @@ MAX_HEADER = 1 << 20
 # A pipe holds 64 KiB by default: a training step's weights or answer (300-500 KB) then crosses in many halves of a
 # context switch each, the writer waiting on the reader (1 ms a step on this machine's two cores, 5% of an lm run).
 PIPE_BYTES = 1 << 20  # /proc/sys/fs/pipe-max-size by default: the most an unprivileged process may ask
+ENOMEM_RETRIES = 100  # 20 ms apart: two seconds for a killed process's memory to come back
 
 
 class FrameError(ValueError):
@@ -35,10 +38,20 @@ def widen(fd: int) -> None:
 
 
 def write_frame(fd: int, header: dict, blob: bytes = b"") -> None:
-    """Write one message to a file descriptor, retrying short writes."""
+    """Write one message to a file descriptor, retrying short writes and, for a while, a full sandbox's ENOMEM."""
     data = memoryview(encode_frame(header, blob))
+    waited = 0
     while data:
-        n = os.write(fd, data)
+        try:
+            n = os.write(fd, data)
+        except OSError as exc:
+            # A pipe's buffer is charged to the sandbox's memory: while a killed memory hog is still exiting, the
+            # kernel may refuse it rather than kill another process. The memory comes back within moments.
+            if exc.errno != errno.ENOMEM or waited >= ENOMEM_RETRIES:
+                raise
+            waited += 1
+            time.sleep(0.02)
+            continue
         data = data[n:]
 
 

@@ -379,16 +379,19 @@ class ProcessSandbox(Sandbox):
         """The same sandbox, forked by the zygote (every layer taken in the fork: zygote.spawn) rather than started."""
         run.record["started"] = "forked by the fork server"  # the namespaces are its own, not bwrap's
         stdin_r, stdin_w = os.pipe()
+        # The file owns stdin_w from here. Closing the bare fd on failure left the file to close the same number again
+        # when collected, by then perhaps another descriptor of this process (another sandbox's pipe, a connection).
+        stdin = os.fdopen(stdin_w, "wb")
         spec = {"uid": run.uid, "job": str(job_dir), "scratch_mb": limits.scratch_mb, "roots": bwrap.python_roots(
             self.python), "files": limits.files, "pids": limits.pids, "nice": NICE if low_priority() else 0,
             "cgroup_procs": run.cgroup.procs_files if run.cgroup is not None else [],
             "seccomp": bpf.hex() if bpf is not None else ""}
         try:
             with open(run.log_path, "wb") as log:
-                run.proc = self.fork_server.spawn(spec, stdin_r, write_fd, log.fileno(), os.fdopen(stdin_w, "wb"))
+                run.proc = self.fork_server.spawn(spec, stdin_r, write_fd, log.fileno(), stdin)
         except BaseException:
             os.close(read_fd)
-            os.close(stdin_w)
+            stdin.close()
             if run.cgroup is not None:
                 run.cgroup.remove()
             raise

@@ -132,3 +132,26 @@ def test_nothing_outlives_a_killed_worker():
 
 def test_one_zygote_per_interpreter():
     assert forkserver.shared(sys.executable) is forkserver.shared(sys.executable)
+
+
+class RecordingServer(forkserver.ForkServer):
+    """A fork server that cannot start (its interpreter exits at once) and keeps the stdin file it was given."""
+
+    def spawn(self, spec, stdin_r, channel_w, log_w, stdin_w):
+        self.given = stdin_w
+        return super().spawn(spec, stdin_r, channel_w, log_w, stdin_w)
+
+
+def test_a_failed_fork_closes_the_stdin_file_not_only_its_number():
+    """The sandbox's stdin pipe is a file by the time the fork server is asked. On failure the bare descriptor was
+    closed and the file left open, so its collection closed the same number again, by then someone else's (seen in
+    CI: the next test's subprocess pipe failed with EBADF)."""
+    sandbox = ProcessSandbox(fork=True)
+    server = sandbox.fork_server = RecordingServer("/bin/false")
+    waiting = sandbox.prepare(Limits())  # the fork fails; a started sandbox takes its place
+    try:
+        assert waiting.wait_ready(60)
+    finally:
+        waiting.close()
+        server.close()
+    assert server.given.closed, "the file still owns a descriptor number that was already closed"

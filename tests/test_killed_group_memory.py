@@ -11,11 +11,13 @@ import errno
 import os
 import signal
 import time
+from types import SimpleNamespace
+
+import pytest
 
 from grader.harness import main as harness
 from grader.harness import wire
 
-REAL_WRITE = os.write
 STAT = "{pid} (python3) {state} 1 {pgrp} {pgrp} 0 -1 4194624 0 0 0 0 0 0 0 0 20 0 1 0 100 0 0\n"
 
 
@@ -79,9 +81,8 @@ def test_a_frame_is_written_after_a_moment_of_enomem(monkeypatch):
             raise OSError(errno.ENOMEM, "Cannot allocate memory")
         return real_write(fd, data)
 
-    monkeypatch.setattr(wire.os, "write", write)
+    monkeypatch.setattr(wire, "os", SimpleNamespace(write=write))  # wire's os only: the test's own writes stay real
     wire.write_frame(write_fd, {"type": "result", "outcome": "ok"}, b"abc")
-    monkeypatch.undo()
     os.close(write_fd)
     frames = wire.FrameReader(1 << 10).feed(os.read(read_fd, 1 << 16))
     os.close(read_fd)
@@ -95,12 +96,19 @@ def test_enomem_that_lasts_and_other_errors_still_raise(monkeypatch):
     for code in (errno.ENOMEM, errno.EPIPE):
         def write(fd, data, code=code):
             raise OSError(code, os.strerror(code))
-        monkeypatch.setattr(wire.os, "write", write)
-        try:
+        monkeypatch.setattr(wire, "os", SimpleNamespace(write=write))
+        with pytest.raises(OSError) as raised:
             wire.write_frame(1, {"type": "x"})
-        except OSError as exc:
-            raised = exc.errno
-        else:
-            raised = None
-        monkeypatch.setattr(wire.os, "write", REAL_WRITE)
-        assert raised == code, f"errno {code} did not raise"
+        assert raised.value.errno == code, f"errno {code} did not raise as itself"
+
+
+def test_stat_fields_start_after_a_command_name_that_holds_parentheses_and_spaces(tmp_path):
+    (tmp_path / "7").mkdir()
+    (tmp_path / "7" / "stat").write_text(STAT.format(pid=7, state="S", pgrp=7).replace("(python3)", "(a) R 1 (b)"))
+    assert harness.stat_fields(7, str(tmp_path))[:3] == [b"S", b"1", b"7"]
+    assert harness.group_alive(7, str(tmp_path))
+    (tmp_path / "8").mkdir()
+    (tmp_path / "8" / "stat").write_text("8 truncated")
+    assert harness.stat_fields(8, str(tmp_path)) is None, "no command name: not a stat line"
+    assert harness.stat_fields(9, str(tmp_path)) is None, "gone"
+    assert not harness.dying(8, str(tmp_path)) and not harness.dying(9, str(tmp_path))

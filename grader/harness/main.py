@@ -316,13 +316,24 @@ def cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def stat_fields(pid, proc: str = "/proc") -> list[bytes] | None:
+    """The fields of /proc/PID/stat after the command name (state first), None when it cannot be read."""
+    try:
+        with open(f"{proc}/{pid}/stat", "rb") as fh:
+            text = fh.read()
+    except OSError:
+        return None  # gone, or not ours to read
+    # The command name is in parentheses and may itself hold ")" or spaces: the fields start after the last ")".
+    _, paren, rest = text.rpartition(b")")
+    return rest.split() if paren else None
+
+
 def child_cpu_seconds(pid: int) -> float | None:
     """A child's CPU seconds (all its threads) from /proc, None when it cannot be read."""
+    fields = stat_fields(pid)
     try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            fields = fh.read().rsplit(b")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
+    except (TypeError, IndexError, ValueError):
         return None
 
 
@@ -669,11 +680,10 @@ def dying(pid: int, proc: str = "/proc") -> bool:
     """A SIGKILL is pending for pid, or it is already exiting: dead, though not yet a zombie waitpid can reap. False
     when /proc does not say (the spare is then ordered, as before)."""
     try:
-        with open(f"{proc}/{pid}/stat", "rb") as fh:
-            flags = int(fh.read().rsplit(b")", 1)[1].split()[6])
+        flags = int(stat_fields(pid, proc)[6])
         with open(f"{proc}/{pid}/status", "rb") as fh:
             pending = [int(line.split()[1], 16) for line in fh if line.startswith((b"SigPnd:", b"ShdPnd:"))]
-    except (OSError, ValueError, IndexError):
+    except (OSError, ValueError, IndexError, TypeError):
         return False
     return bool(flags & PF_EXITING) or any(mask & SIGKILL_MASK for mask in pending)
 
@@ -698,12 +708,8 @@ def group_alive(pgid: int, proc: str = "/proc") -> bool:
     except OSError:
         return False
     for pid in pids:
-        try:
-            with open(f"{proc}/{pid}/stat", "rb") as fh:
-                fields = fh.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
-            continue  # gone meanwhile
-        if len(fields) > 2 and fields[2] == str(pgid).encode() and fields[0] not in (b"Z", b"X"):
+        fields = stat_fields(pid, proc)  # None: gone meanwhile
+        if fields and len(fields) > 2 and fields[2] == str(pgid).encode() and fields[0] not in (b"Z", b"X"):
             return True
     return False
 

@@ -8,7 +8,7 @@ from werkzeug.exceptions import HTTPException
 from ..configs import check_steps
 from ..registry import check_registry
 from ..source import MAX_BYTES
-from . import api, db as database, instance, pages
+from . import api, db as database, instance, pages, status_cache
 from .config import PREFIX, Defaults, instance_path
 from .queue import celery_init_app
 
@@ -43,6 +43,10 @@ def create_app(test_config: dict | None = None) -> Flask:
         database.upgrade(db)
 
     celery_init_app(app)
+    # Made now, not at the first poll: its hooks on the sessions then see every write of this process from the start
+    # (a write flushed before a lazy registration waited for its notification), and no two request threads race to
+    # make it. Its listener thread still starts at the first poll, after gunicorn forks.
+    status_cache.for_app(app)
 
     check_registry()  # parse the check list now, before any request thread (ast.parse is not thread-safe here)
     app.register_blueprint(api.bp)

@@ -133,6 +133,20 @@ def test_this_process_s_own_write_shows_without_waiting_for_the_notification(pg_
     assert status(client, sid, course.alice).get_json()["status"] == "running"
 
 
+def test_a_write_before_the_first_poll_is_seen_by_the_cache_at_its_commit(pg_app, course):
+    """The hooks on this process's sessions are there from the app's start, not from the first status poll."""
+    client = pg_app.test_client()
+    sid = upload(client, course.alice, REFERENCE).get_json()["id"]
+    cache = pg_app.extensions["grader.status_cache"]  # made by create_app; no poll yet
+    assert cache is not None and not cache.listening
+    before = cache.generation
+    with pg_app.app_context(), get_db(pg_app).session() as s:
+        loaded_change(s, sid)
+        s.flush()
+        s.commit()
+    assert cache.generation > before, "the commit made before any poll was not seen by the cache"
+
+
 def test_no_cache_on_sqlite(sqlite_app):
     assert status_cache.for_app(sqlite_app) is None
 

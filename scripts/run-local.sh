@@ -14,7 +14,7 @@ BIN=$ROOT/.venv/bin
 PORT=${GRADER_PORT:-5000}
 export GRADER_INSTANCE_PATH=${GRADER_INSTANCE_PATH:-$ROOT/instance}
 export GRADER_BROKER_URL=${GRADER_BROKER_URL:-redis://127.0.0.1:6379/0}
-export GRADER_SANDBOX_BACKEND=process GRADER_SANDBOX=process
+export GRADER_SANDBOX_BACKEND=process
 # A demo re-run uploads the same files again: do not let the rubric's attempts-per-day refuse them.
 export GRADER_ENFORCE_ATTEMPTS=${GRADER_ENFORCE_ATTEMPTS:-false}
 RUNDIR=$GRADER_INSTANCE_PATH/run

@@ -156,8 +156,9 @@ def graded(attack: str, backend: str, env: AttackEnv) -> dict:
         options = Options(only=CHECKS, limits=Limits(**LIMITS), backend=kind)
         started = time.monotonic()
         error = None
+        events = []  # what a worker passes on while the grading runs (the first verdicts among them)
         try:
-            report = grade_bytes(text.encode(), f"{attack}.py", options, sandbox=sandbox)
+            report = grade_bytes(text.encode(), f"{attack}.py", options, sandbox=sandbox, on_event=events.append)
         except Exception as exc:  # the property "the grader stays up" reports it
             report, error = None, f"{type(exc).__name__}: {exc}"
         elapsed = time.monotonic() - started
@@ -166,7 +167,7 @@ def graded(attack: str, backend: str, env: AttackEnv) -> dict:
         nxt = recorder(backend)
         next_report = grade_bytes(REFERENCE.read_bytes(), "reference_lm.py",
                                   Options(only=("split_heads",), limits=Limits(**LIMITS), backend=kind), sandbox=nxt)
-        _graded[key] = {"report": report, "error": error, "elapsed": elapsed, "left": left,
+        _graded[key] = {"report": report, "error": error, "elapsed": elapsed, "left": left, "events": events,
                         "run": sandbox.runs[-1] if sandbox.runs else None, "next": next_report}
     return _graded[key]
 
@@ -279,10 +280,34 @@ def _no_forgery_in_verdicts(g, env):
         assert "FORGED" not in check["message"] + json.dumps(check["details"]), check
 
 
+def _no_forged_verdict_events(g, env):
+    """Nor in the first verdicts sent while the grading ran: only the judge's verdict events reach on_event."""
+    _no_forgery_in_verdicts(g, env)
+    verdicts = [e["check"] for e in g["events"] if e.get("type") == "verdict"]
+    assert verdicts, "no verdict was sent while grading: nothing shows the forged ones were dropped"
+    forged = [v for v in verdicts if "FORGED" in json.dumps(v) or (v["id"] == "attention_sdpa" and v["status"] != "fail")]
+    assert not forged, f"a verdict event the sandbox wrote reached on_event: {forged}"
+
+
 def _daemon_gone(g, env):
-    time.sleep(0.5)
-    assert not any(Path(p, "grader-daemon-heartbeat").exists() for p in ("/tmp", "/dev/shm", "/var/tmp")), \
-        "the daemon's heartbeat file is on the host"
+    """The daemon ran (its check passes only once its heartbeat was seen) and no process of it is left on the host
+    (a container's processes are in the host's /proc too)."""
+    assert checks(g)["attention_sdpa"]["status"] == "pass", f"the daemon never ran: the attack tried nothing\n{explain(g)}"
+    deadline = time.monotonic() + 1.0
+    while True:
+        alive = [pid for pid in os.listdir("/proc") if pid.isdigit() and b"grader-daemon-marker" in _cmdline(pid)]
+        if not alive or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert alive == [], f"the daemon outlived its sandbox: processes {alive}"
+
+
+def _cmdline(pid: str) -> bytes:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return fh.read()
+    except OSError:
+        return b""
 
 
 def _threads_did_not_hold_the_stage(g, env):
@@ -298,7 +323,7 @@ SPECIFIC = {
     "stdout_flood": _output_bounded,
     "memory_bomb_forked": _memory_cap_held,
     "forged_stdout": _no_forgery_in_verdicts,
-    "forged_channel": _no_forgery_in_verdicts,
+    "forged_channel": _no_forged_verdict_events,
     "forged_result_files": _no_forgery_in_verdicts,
     "monkeypatch_harness": _no_forgery_in_verdicts,
     "daemon": _daemon_gone,

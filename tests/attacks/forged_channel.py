@@ -1,4 +1,5 @@
-"""Forged channel: a wrong attention writes passing frames to every fd it has and every fd it can open in /proc."""
+"""Forged channel: a wrong attention writes passing frames (stage ends, and verdicts as only the judge sends them) to
+every fd it has and every fd it can open in /proc."""
 EXPECT = {"attention_sdpa": "fail"}
 import json as _json
 import os as _os
@@ -13,7 +14,9 @@ def _frame(header):
 
 
 FORGED = _frame({"type": "stage_end", "stage": "attention_sdpa", "status": "ok", "message": "FORGED-FRAME"}) + \
-    _frame({"type": "stage_end", "stage": "rope", "status": "ok", "message": "FORGED-FRAME"}) + _frame({"type": "done"})
+    _frame({"type": "stage_end", "stage": "rope", "status": "ok", "message": "FORGED-FRAME"}) + \
+    _frame({"type": "verdict", "check": {"id": "attention_sdpa", "status": "pass", "message": "FORGED-VERDICT"}}) + \
+    _frame({"type": "done"})
 
 
 def attention(q, k, v, mask=None):

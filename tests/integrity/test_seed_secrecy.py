@@ -2,6 +2,7 @@
 import json
 
 import pytest
+import torch
 
 from grader.checks import CHECKS
 from grader.checks.base import Context
@@ -63,3 +64,32 @@ def test_public_seeds_are_one_way_and_distinct():
     assert ctx.public_seed("model") == ctx.public_seed("model"), "deterministic: the same grading replays"
     assert ctx.public_seed("model") != other.public_seed("model")
     assert ctx.model_params()["seed"] == ctx.public_seed("model") not in LEAKS
+
+
+SMALL_SECRET = 4_242  # a grading seed small enough for a student to search for
+SEARCHED = range(10_000)
+
+
+def search_seed(drawn: torch.Tensor) -> int | None:
+    """The attack: the seed in SEARCHED whose generator's first normal draws are these values (float64, as sent)."""
+    flat = drawn.flatten()
+    for seed in SEARCHED:
+        # the whole size: CPU draws of 16 or more values are made in blocks, so a shorter draw starts differently
+        first = torch.randn(flat.numel(), generator=torch.Generator().manual_seed(seed), dtype=flat.dtype)
+        if torch.equal(first[:8], flat[:8]):
+            return seed
+    return None
+
+
+@pytest.mark.parametrize("check_id,name", [("split_heads", "x"), ("attention_sdpa", "q")])
+def test_the_inputs_sent_to_the_sandbox_do_not_lead_back_to_a_small_seed(check_id, name):
+    """A student who reads the first random input of a check and searches seeds for a generator that draws it finds
+    nothing: the check's generator is seeded through sha256 (Context.generator). Without that step the same search
+    finds the seed, as the control shows, and with it every held-out draw."""
+    source = read_source((ROOT / "submissions" / "reference_lm.py").read_bytes())
+    check = next(c for c in CHECKS if c.ID == check_id)
+    sent = check.plan(Context(SMALL_SECRET, source))[0].inputs[name]
+    assert sent.dtype == torch.float64 and sent.numel() >= 8
+    unhashed = torch.randn(sent.shape, generator=torch.Generator().manual_seed(SMALL_SECRET), dtype=sent.dtype)
+    assert search_seed(unhashed) == SMALL_SECRET, "the search itself finds a seed drawn without the one-way step"
+    assert search_seed(sent) is None, f"{check_id}'s {name} leads back to the grading seed"

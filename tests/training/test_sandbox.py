@@ -110,6 +110,17 @@ def test_a_text_model_with_a_causal_leak_goes_below_the_generators_entropy(short
     assert checks["evaluation"]["metrics"]["floor_ratio"] < 0.8
 
 
+def test_a_leak_only_when_the_batch_is_padded_is_caught_on_the_held_out_inputs():
+    """tests/integrity/models/peek_when_padded_lm.py sees the next real token only when its batch holds padding: its
+    training batches hold none, so only evaluation's padded causality cases on real held-out rows can show it."""
+    from tests.integrity.test_model_sensitivity import submission
+    report = grade_text(submission("peek_when_padded_lm"), only=CHECKS)
+    evaluation = by_id(report)["evaluation"]
+    assert evaluation["status"] == "fail", explain(report)
+    leaks = [p for p in evaluation["details"] if "reads tokens after the one it predicts" in p]
+    assert leaks and "padding)" in leaks[0], evaluation["details"]
+
+
 def test_a_hard_coded_answer_fails_evaluation_because_the_untrained_model_solves_it(short_runs):
     checks = by_id(grade_fresh(HARDCODED_REVERSE))
     assert checks["training"]["status"] == "fail" and "before the first step" in checks["training"]["message"]

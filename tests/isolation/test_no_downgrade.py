@@ -85,7 +85,7 @@ def test_a_failed_probe_is_not_remembered(as_root, strict, monkeypatch):
 
 @pytest.mark.slow
 def test_grader_check_prints_the_refusal_and_exits_non_zero(as_root):
-    env = {**os.environ, "PATH": NO_BWRAP, "GRADER_SANDBOX": "process"}
+    env = {**os.environ, "PATH": NO_BWRAP}  # grader check always uses the process backend
     env.pop(ALLOW_WEAK_ENV, None)
     proc = subprocess.run([sys.executable, "-m", "grader", "check", str(REFERENCE), "--only", "split_heads"],
                           capture_output=True, text=True, timeout=300, env=env, cwd=ROOT)

@@ -257,7 +257,7 @@ def test_without_bubblewrap_the_modes_alone_keep_the_service_unread(make_run):
             return True
     wait_for(gone, 60, what="make run's worker to stop")
     weak = {**env, "PATH": str(fakebin), "GRADER_SANDBOX_ALLOW_WEAK": "true", "GRADER_SANDBOX_BACKEND": "process",
-            "GRADER_SANDBOX": "process", "GRADER_ENFORCE_ATTEMPTS": "false"}
+            "GRADER_ENFORCE_ATTEMPTS": "false"}
     log = os.open(instance / "logs" / "worker-weak.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     proc = subprocess.Popen([str(BIN / "grader"), "worker", "--concurrency", "1"], env=weak, stdout=log,
                             stderr=subprocess.STDOUT, start_new_session=True)

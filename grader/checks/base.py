@@ -26,6 +26,15 @@ class Stage:
     fresh: bool = False
     needs: tuple = ()
     feed: object | None = None
+    # The judge's side of a training or evaluation stage, never sent (the sandbox gets `inputs` only): a run's full
+    # data with its targets and each checked step's direction; evaluation's held-out targets (kept), where each
+    # causality case changed a token (where), the inputs as sent (sent), the cyclic task's held-out rows (held).
+    data: dict | None = None
+    directions: dict = field(default_factory=dict)
+    kept: dict = field(default_factory=dict)
+    where: dict = field(default_factory=dict)
+    sent: dict = field(default_factory=dict)
+    held: dict | None = None
 
 
 @dataclass

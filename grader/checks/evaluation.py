@@ -112,11 +112,9 @@ def heldout_stage(ctx) -> Stage:
     cases, where = causality_cases(ctx, inputs, vocab)
     run = training.run_stage(ctx)
     params = training.train_params(ctx, **extra, cases=sorted({k.split("/")[1] for k in cases}))
-    stage = Stage(HELDOUT, "evaluate", {**inputs, **cases}, dict(params, fed=True),
-                  budget_s=EVALUATION[ctx.track]["budget_s"], fresh=True, needs=(training.RUN,),
-                  feed=final_weights(run))
-    stage.kept, stage.where, stage.sent = kept, where, inputs
-    return stage
+    return Stage(HELDOUT, "evaluate", {**inputs, **cases}, dict(params, fed=True),
+                 budget_s=EVALUATION[ctx.track]["budget_s"], fresh=True, needs=(training.RUN,),
+                 feed=final_weights(run), kept=kept, where=where, sent=inputs)
 
 
 def cyclic_run(ctx) -> Stage:
@@ -134,9 +132,8 @@ def cyclic_run(ctx) -> Stage:
                                         training.secret_of(ctx))
         params = {"track": "lm", "config": config, "seed": ctx.public_seed(CYCLIC), "vocab_size": config["vocab_size"],
                   "steps": hp["steps"]}
-        stage = Stage(CYCLIC_RUN, "train", inputs, params, budget_s=hp["budget_s"], trainer=trainer)
-        stage.data, stage.held = dict(inputs, check_targets=held["targets"][:32]), held
-        return stage
+        return Stage(CYCLIC_RUN, "train", inputs, params, budget_s=hp["budget_s"], trainer=trainer,
+                     data=dict(inputs, check_targets=held["targets"][:32]), held=held)
     return ctx.stage_once(CYCLIC_RUN, make)
 
 

@@ -113,10 +113,8 @@ def run_stage(ctx) -> Stage:
         hp = training_hp(ctx.track, ctx.steps)
         inputs = train_inputs(ctx)
         trainer = make_trainer(RUN, ctx.track, hp, inputs, train_config(ctx.track)["vocab_size"], secret_of(ctx))
-        stage = Stage(RUN, "train", sandbox_inputs(inputs), train_params(ctx), budget_s=hp["budget_s"],
-                      trainer=trainer)
-        stage.data = inputs  # the judge's full copy, check targets included
-        return stage
+        return Stage(RUN, "train", sandbox_inputs(inputs), train_params(ctx), budget_s=hp["budget_s"],
+                     trainer=trainer, data=inputs)  # data: the judge's full copy, check targets included
     return ctx.stage_once(RUN, make)
 
 

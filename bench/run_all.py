@@ -251,7 +251,8 @@ def targets(ran: set, quick: bool) -> str:
             from common import med
             note7 = "; ".join(x for x in (
                 f"each sandbox forked by the fork server, ready in {med(starts):.2f} s p50, next to "
-                f"{b['bare_s']:.1f} s of a grading's bare compute; what the limit does not count and remains is the "
+                f"{b['bare_s']:.1f} s of a grading's bare compute (the faster of {b.get('bare_before_s', b['bare_s']):.1f} s "
+                f"before the burst and {b.get('bare_after_s', b['bare_s']):.1f} s after); what the limit does not count and remains is the "
                 "verification's own compute and the judge's replay of each training step (bench/NOTES.md)",
                 core_split(b), note7) if x)
         started = started_measured(ran)

@@ -26,6 +26,11 @@ def after_fork(**_):
     app = current_app.flask_app
     # A pool child must not reuse the parent's database sockets.
     app.extensions["grader.db"].after_fork()
+    # One torch thread for the judge: a slot is one core, and an idle OpenMP helper spins on the core that this
+    # slot's sandbox trains on (the judges' CPU in a burst fell about a tenth; bench/NOTES.md, twelfth session).
+    import torch
+    torch.set_num_threads(1)
+    logger.info("the judge's torch threads: %d", torch.get_num_threads())
     # This slot's sandboxes, and its judge less so, yield the CPU to the web and the database (issue 19).
     low = app.config.get("SANDBOX_LOW_PRIORITY", True)
     set_low_priority(low)

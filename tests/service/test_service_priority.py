@@ -73,6 +73,7 @@ def test_a_workers_judge_yields_to_the_web_and_its_sandboxes_to_the_judge(pg_url
         judge_nice = os.getpriority(os.PRIO_PROCESS, pool)
         main_nice = os.getpriority(os.PRIO_PROCESS, worker.proc.pid)
         sandbox_nices = {os.getpriority(os.PRIO_PROCESS, pid) for pid in ahead}
+        assert "the judge's torch threads: 1" in worker.text(), "torch's own count, read in the pool process"
         if not low:
             assert judge_nice == main_nice == 0 and sandbox_nices == {0}, (judge_nice, sandbox_nices)
             assert cpu_group(pool) != f"/{JUDGE}"

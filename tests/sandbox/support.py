@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.ci import missing
+from grader.harness.main import stat_fields
 from grader.sandbox import Sandbox, make_sandbox
 from grader.sandbox import docker as docker_backend
 from grader.sandbox.process import uid_processes
@@ -96,12 +97,8 @@ def boot_time_s() -> float:
 
 def started_before(pid: int, moment: float) -> bool:
     """True when the process started before moment (seconds since boot)."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            fields = fh.read().rsplit(")", 1)[1].split()
-        return int(fields[19]) / os.sysconf("SC_CLK_TCK") < moment
-    except (OSError, IndexError, ValueError):
-        return False
+    fields = stat_fields(pid)
+    return fields is not None and int(fields[19]) / os.sysconf("SC_CLK_TCK") < moment
 
 
 def leftovers(backend: str, run, job_dir: Path, ended: float | None = None) -> list[str]:
@@ -163,8 +160,5 @@ def forked(layers: dict) -> bool:
 
 def alive(pid: int) -> bool:
     """Neither gone nor a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
+    fields = stat_fields(pid)
+    return fields is not None and fields[0] != b"Z"

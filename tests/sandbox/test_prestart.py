@@ -16,6 +16,7 @@ import pytest
 from grader.checks import split_heads
 from grader.checks.base import Context
 from grader.configs import DEFAULT_SEED
+from grader.harness.main import stat_fields
 from grader.judge import Options, grade_bytes, write_job
 from grader.sandbox import Limits, Sandbox, make_sandbox
 from grader.sandbox.base import Prepared, new_job_dir, settle
@@ -266,11 +267,9 @@ def harness_processes(prepared) -> tuple[int, list[int]]:
     init when forked by the fork server, whose processes all carry the zygote's command line)."""
     parents = {}
     for pid in uid_processes(prepared.running.uid):
-        try:
-            with open(f"/proc/{pid}/stat") as fh:
-                parents[pid] = int(fh.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
+        fields = stat_fields(pid)
+        if fields is not None:
+            parents[pid] = int(fields[1])
     leaves = [pid for pid in parents if pid not in parents.values()]
     (harness,) = {parents[pid] for pid in leaves}
     return harness, leaves

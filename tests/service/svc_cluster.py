@@ -13,6 +13,8 @@ import urllib.request
 import uuid
 from pathlib import Path
 
+from grader.harness.main import stat_fields
+
 BIN = Path(sys.executable).parent
 
 
@@ -38,12 +40,9 @@ def children(pid: int) -> list[int]:
     """The processes whose parent is pid, from /proc."""
     found = []
     for entry in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{entry}/stat") as fh:
-                if int(fh.read().rsplit(")", 1)[1].split()[1]) == pid:
-                    found.append(int(entry))
-        except (OSError, IndexError, ValueError):
-            continue
+        fields = stat_fields(entry)
+        if fields is not None and int(fields[1]) == pid:
+            found.append(int(entry))
     return found
 
 

@@ -1,15 +1,17 @@
 """The grading seed never enters the sandbox: every seed in job.json is Context.public_seed(label), one-way."""
 import json
+import re
 
 import pytest
 import torch
 
 from grader.checks import CHECKS
 from grader.checks.base import Context
-from grader.judge import Options, write_job
+from grader.judge import Options, grade_bytes, write_job
+from grader.sandbox import Limits
 from grader.sandbox.base import new_job_dir
 from grader.source import read_source
-from .integrity_support import ROOT
+from .integrity_support import BACKENDS, LIMITS, ROOT, reference, require_backend
 
 SECRET = 8_271_553_904_117  # above 2**31, so its reduction is a second value to look for
 LEAKS = {SECRET, SECRET % 2 ** 31, SECRET % 2 ** 32, SECRET % 2 ** 63}
@@ -93,3 +95,66 @@ def test_the_inputs_sent_to_the_sandbox_do_not_lead_back_to_a_small_seed(check_i
     unhashed = torch.randn(sent.shape, generator=torch.Generator().manual_seed(SMALL_SECRET), dtype=sent.dtype)
     assert search_seed(unhashed) == SMALL_SECRET, "the search itself finds a seed drawn without the one-way step"
     assert search_seed(sent) is None, f"{check_id}'s {name} leads back to the grading seed"
+
+
+# The attack, appended to the reference: build_model (which every model check, the training and the evaluation call
+# in the sandbox) reads job.json and every other file of its job, the environment and each command line it can see,
+# and raises with every number of seven digits or more; the list ends with "; end", so a message cut short shows.
+HUNT = r"""
+import os as _os
+import re as _re
+
+
+def build_model(config):
+    numbers, where = set(), []
+
+    def take(text, source):
+        found = {int(n) for n in _re.findall(r"\d{7,}", text)}
+        if found:
+            where.append(source)
+        numbers.update(found)
+
+    here, job = _os.getcwd(), None  # the job's root: the nearest directory above the stage's holding job.json
+    while here != "/" and job is None:
+        job = here if _os.path.exists(_os.path.join(here, "job.json")) else None
+        here = _os.path.dirname(here)
+    for root, _, files in _os.walk(job or "/nonexistent"):
+        for name in files:
+            if not name.endswith(".py"):  # the harness's code and the submission's: public anyway
+                try:
+                    with open(_os.path.join(root, name), "rb") as fh:
+                        take(fh.read(1 << 20).decode(errors="replace"), name)
+                except OSError:
+                    pass
+    take(repr(dict(_os.environ)), "environ")
+    for pid in filter(str.isdigit, _os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                take(fh.read().decode(errors="replace"), "cmdline")
+        except OSError:
+            pass
+    raise RuntimeError(f"found in {sorted(set(where))}: {sorted(numbers)}; end")
+"""
+HUNTED = ("gradient_path", "checkpoint_reload", "training")
+FOUND = re.compile(r"found in \[(.*?)\]: \[([\d, ]*)\]; end")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_sandboxed_submission_that_reads_its_whole_job_finds_only_public_seeds(backend):
+    """Graded under a secret seed, the hunt finds the stages' seeds in job.json (so it looked where they are) and no
+    form of the secret anywhere it can read."""
+    require_backend(backend)
+    text = reference("lm") + HUNT
+    options = Options(seed=SECRET, only=HUNTED, limits=Limits(**LIMITS), backend=backend)
+    report = grade_bytes(text.encode(), "seed_hunt.py", options)
+    ctx = Context(SECRET, read_source(text.encode()))
+    public = {ctx.public_seed(label) for label in ("model", "checkpoint_reload.other", "training", "evaluation")}
+    hunts = {}
+    for check in report["checks"]:
+        match = FOUND.search(check["message"])
+        if match:
+            hunts[check["id"]] = (match.group(1), {int(n) for n in re.findall(r"\d+", match.group(2))})
+    assert set(hunts) == set(HUNTED), {c["id"]: (c["status"], c["message"][:300]) for c in report["checks"]}
+    for check_id, (where, found) in hunts.items():
+        assert "job.json" in where and found & public, f"{check_id}: the hunt found no stage seed: {where} {found}"
+        assert not found & LEAKS, f"{check_id}: the sandbox could read a form of the grading seed: {found & LEAKS}"

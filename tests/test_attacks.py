@@ -281,8 +281,14 @@ def _no_forgery_in_verdicts(g, env):
 
 
 def _no_forged_verdict_events(g, env):
-    """Nor in the first verdicts sent while the grading ran: only the judge's verdict events reach on_event."""
+    """Nor in the first verdicts sent while the grading ran: only the judge's verdict events reach on_event. Two layers
+    drop the forged frames; the first, the harness, is shown on the frames that left the sandbox, before the judge's
+    own drop (grader/live.py) sees them."""
     _no_forgery_in_verdicts(g, env)
+    left = [header for header, _ in g["run"].frames]
+    assert any(h.get("type") == "stage_end" for h in left), "no frame of the run was recorded: nothing to look at"
+    passed_on = [h for h in left if h.get("type") == "verdict"]
+    assert not passed_on, f"the harness passed on verdict frames the stage wrote: {passed_on[:2]}"
     verdicts = [e["check"] for e in g["events"] if e.get("type") == "verdict"]
     assert verdicts, "no verdict was sent while grading: nothing shows the forged ones were dropped"
     forged = [v for v in verdicts if "FORGED" in json.dumps(v) or (v["id"] == "attention_sdpa" and v["status"] != "fail")]

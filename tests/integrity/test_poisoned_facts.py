@@ -110,6 +110,20 @@ def test_forged_message_is_bounded_plain_and_labelled_as_the_students(backend):
     assert len(check["message"]) < 1100, len(check["message"])
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_forged_traceback_is_cut_to_eight_plain_lines_of_300(backend):
+    """The most lines the schema allows (16) of 1000 characters each, with bidi and escape characters."""
+    body = '    return ["\\u202eline %d\\x1b[31m " % i + "T" * 1000 for i in range(16)]'
+    text = REFERENCE + FORGE.format(POISON=body, OUTCOME="error", FIELD='"traceback"')
+    check = {c["id"]: c for c in graded_on(text, backend, ("attention_sdpa",))["checks"]}["attention_sdpa"]
+    assert check["status"] == "error", check
+    lines = check["details"]
+    assert isinstance(lines, list) and len(lines) == 8, lines
+    assert lines[0].startswith("?line 8?") and lines[-1].startswith("?line 15?"), \
+        f"the last 8 lines, control characters replaced: {lines[0][:20]!r} … {lines[-1][:20]!r}"
+    assert all(len(line) <= 302 and "\u202e" not in line and "\x1b" not in line for line in lines), lines
+
+
 def test_forged_gradient_names_are_refused():
     """The parameter names gradient_path repeats in its message must look like parameter names."""
     text = REFERENCE.replace("def build_model(config):", '''def build_model(config):

@@ -139,11 +139,9 @@ HUNTED = ("gradient_path", "checkpoint_reload", "training")
 FOUND = re.compile(r"found in \[(.*?)\]: \[([\d, ]*)\]; end")
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_a_sandboxed_submission_that_reads_its_whole_job_finds_only_public_seeds(backend):
-    """Graded under a secret seed, the hunt finds the stages' seeds in job.json (so it looked where they are) and no
-    form of the secret anywhere it can read."""
-    require_backend(backend)
+def hunted(backend: str) -> tuple[dict, set]:
+    """The hunt graded under SECRET: check id -> (where it found numbers, the numbers), and the stages' public
+    seeds."""
     text = reference("lm") + HUNT
     options = Options(seed=SECRET, only=HUNTED, limits=Limits(**LIMITS), backend=backend)
     report = grade_bytes(text.encode(), "seed_hunt.py", options)
@@ -155,6 +153,24 @@ def test_a_sandboxed_submission_that_reads_its_whole_job_finds_only_public_seeds
         if match:
             hunts[check["id"]] = (match.group(1), {int(n) for n in re.findall(r"\d+", match.group(2))})
     assert set(hunts) == set(HUNTED), {c["id"]: (c["status"], c["message"][:300]) for c in report["checks"]}
+    return hunts, public
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_sandboxed_submission_that_reads_its_whole_job_finds_only_public_seeds(backend):
+    """Graded under a secret seed, the hunt finds the stages' seeds in job.json (so it looked where they are) and no
+    form of the secret anywhere it can read."""
+    require_backend(backend)
+    hunts, public = hunted(backend)
     for check_id, (where, found) in hunts.items():
         assert "job.json" in where and found & public, f"{check_id}: the hunt found no stage seed: {where} {found}"
         assert not found & LEAKS, f"{check_id}: the sandbox could read a form of the grading seed: {found & LEAKS}"
+
+
+def test_the_hunt_finds_the_seed_when_a_stage_carries_it(monkeypatch):
+    """The control: with the model's public seed made the secret's 31-bit reduction, the same hunt finds it."""
+    honest = Context.public_seed
+    monkeypatch.setattr(Context, "public_seed",
+                        lambda self, label: self.seed % 2 ** 31 if label == "model" else honest(self, label))
+    hunts, _ = hunted("process")
+    assert all(SECRET % 2 ** 31 in found for _, found in hunts.values()), hunts

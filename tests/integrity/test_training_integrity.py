@@ -190,7 +190,7 @@ def test_held_out_targets_are_nowhere_on_the_stack_track_a(backend):
     evaluation = check(graded("reverse", STACK_TARGETS_REVERSE, backend), "evaluation")
     # Finding the targets would give exact match 1.0; without them the attack answers with constant logits.
     assert evaluation["status"] == "fail", evaluation
-    assert evaluation["metrics"].get("exact_match", 0.0) < 0.5, evaluation["metrics"]
+    assert evaluation["metrics"]["exact_match"] < 0.5, evaluation["metrics"]
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -198,7 +198,7 @@ def test_held_out_targets_are_nowhere_on_the_stack_track_b(backend):
     evaluation = check(graded("lm", STACK_TARGETS_LM, backend), "evaluation")
     assert evaluation["status"] == "fail", evaluation
     # one-hot answers found on the stack would give a held-out loss near 0 (below the generator's entropy)
-    assert evaluation["metrics"].get("heldout_loss", 10.0) > 1.0, evaluation["metrics"]
+    assert evaluation["metrics"]["heldout_loss"] > 1.0, evaluation["metrics"]
 
 
 def test_the_fresh_sandbox_gets_held_out_inputs_but_never_their_targets():

@@ -1,10 +1,10 @@
-"""Two sandboxes running at once cannot reach each other: the two of one grading (training and its fresh check) or
-two workers' gradings. Each of two submissions, graded at the same time through the real judge, leaves marks in
-five places where two processes on one host commonly meet (files in /tmp and /dev/shm, an abstract and a TCP socket, a SysV
-segment under a fixed key), then looks for the other's for as long as both run. Each must find all of its own marks
-(so each probe works) and none of the other's; as plain processes on the host, the same two find each other
-through all five (the control). A timing channel is not tried: what it could carry is the subject of
-tests/training/test_feed.py (a fresh sandbox only ever knows steps already taken)."""
+"""Two sandboxes running at once cannot reach each other: here two gradings' (two workers'); a grading's training
+and fresh sandboxes are made the same way. Each of two submissions, graded at the same time through the real judge,
+leaves marks in five places where two processes on one host commonly meet (files in /tmp and /dev/shm, an abstract
+and a TCP socket, a SysV segment under a fixed key), then looks for the other's for as long as both run. Each must
+find all of its own marks (so each probe works) and none of the other's; as plain processes on the host, the same
+two find each other through all five (the control). A timing channel is not tried: what it could carry is the
+subject of tests/training/test_feed.py (a fresh sandbox only ever knows steps already taken)."""
 import re
 import socket
 import subprocess

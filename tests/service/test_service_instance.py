@@ -4,6 +4,7 @@ import json
 import os
 import re
 import secrets
+import shutil
 import signal
 import stat
 import subprocess
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from grader.sandbox.uids import FIRST_UID
 from .svc_cluster import BIN, free_port, wait_for
 from .svc_helpers import unavailable
 from tests.ci import missing
@@ -182,6 +184,7 @@ import glob as _g, os as _o
 _targets = {targets!r}
 _targets += _g.glob("/tmp/grader-job-*/submission.py") + _g.glob("/tmp/grader-job-*/job.json")
 _mine = _o.path.dirname(_o.path.abspath(__file__))
+_others = [_p for _p in _g.glob("/tmp/grader-job-*") if _p != _mine]
 _got = []
 for _p in _targets:
     if _p.startswith(_mine):
@@ -199,7 +202,7 @@ try:
     _control = "own-job-readable"
 except OSError as _e:
     _control = f"own-job-unreadable {{_e}}"
-raise RuntimeError(f"{{_control}} readable={{sorted(_got)}}"[:900])
+raise RuntimeError(f"{{_control}} others={{len(_others)}} readable={{sorted(_got)}}"[:900])
 '''
 
 
@@ -236,6 +239,18 @@ def test_a_submission_graded_by_make_runs_worker_reads_nothing_of_the_service(ma
     assert "readable=[]" in said, f"the sandbox read the service's files: {said}"
 
 
+def another_job(mode: int, group: int) -> Path:
+    """A folder as another grading's job is on the host: root's until handed out (0700), then root:<its uid> 0750;
+    a submission and a job.json inside, readable by their owner's sandbox."""
+    folder = Path(tempfile.mkdtemp(prefix="grader-job-", dir="/tmp"))
+    for name, text in (("submission.py", "# another student's work\n"), ("job.json", "{}")):
+        (folder / name).write_text(text)
+        os.chmod(folder / name, 0o644)
+    os.chown(folder, 0, group)
+    os.chmod(folder, mode)
+    return folder
+
+
 def test_without_bubblewrap_the_modes_alone_keep_the_service_unread(make_run):
     """A worker with no bwrap on its PATH and GRADER_SANDBOX_ALLOW_WEAK: the sandbox sees the host's files at their
     real paths (no mount namespace), so only the instance's modes stand between it and the service."""
@@ -263,7 +278,14 @@ def test_without_bubblewrap_the_modes_alone_keep_the_service_unread(make_run):
                             stderr=subprocess.STDOUT, start_new_session=True)
     os.close(log)
     pid_file.write_text(str(proc.pid))  # the fixture stops it
-    said, sandbox = grade_attack(instance, url)
+    decoys = [another_job(0o700, 0), another_job(0o750, FIRST_UID - 1)]
+    try:
+        said, sandbox = grade_attack(instance, url)
+    finally:
+        for decoy in decoys:
+            shutil.rmtree(decoy, ignore_errors=True)
+    assert int(re.search(r"others=(\d+)", said).group(1)) >= len(decoys), \
+        f"the other jobs' folders were not in sight, so their modes were not tried: {said}"
     assert sandbox.get("weak") is True and any("bwrap" in m for m in sandbox.get("missing", [])), \
         f"this grading was meant to run without bubblewrap: {sandbox}"
     assert "readable=[]" in said, f"without namespaces the sandbox read the service's files: {said}"

@@ -7,7 +7,9 @@ Training and evaluation are left out: they are never re-run, so never attributed
 """
 import pytest
 
+from grader.registry import check_registry
 from grader.rootcause import COVERS
+from rubric import DEFAULT_PATH, load_rubric, score
 from tests.support.grading import REFERENCES, explain, grade_text, statuses
 
 from . import bugs
@@ -125,3 +127,41 @@ def test_the_diagnosis_changes_no_status_or_message(monkeypatch):
 def results_but_root_causes(report: dict) -> list:
     """Each check's result without its root cause and its wall-clock duration."""
     return [{k: v for k, v in c.items() if k not in ("root_cause", "duration_s")} for c in report["checks"]]
+
+
+# Appended to a submission with a split_heads bug: only in a diagnosis run (the judge's split_heads bound in its
+# module) does build_model walk the stack to the harness's send, claim every check passed, forge a result and exit.
+GAME = '''
+
+_split_heads_own = split_heads
+_build_model_honest = build_model
+
+
+def build_model(config):
+    import os as _os
+    import sys as _sys
+    if split_heads is not _split_heads_own:
+        frame = _sys._getframe()
+        while frame is not None and "send" not in frame.f_locals:
+            frame = frame.f_back
+        if frame is not None:
+            send = frame.f_locals["send"]
+            for cid in ("split_heads", "causality", "padding", "kv_cache"):
+                send({"type": "verdict", "check": {"id": cid, "status": "pass", "message": "GAMED"}})
+            send({"type": "result", "outcome": "ok", "facts": {"gamed": True}})
+        _os._exit(0)
+    return _build_model_honest(config)
+'''
+
+
+def test_a_submission_that_games_the_diagnosis_run_changes_only_what_it_is_told():
+    """Statuses, messages and points are those of the same bug graded without the game; the game does act: the
+    root cause the honest bug gets is gone."""
+    honest = graded("split_no_transpose_lm")
+    gamed = grade_text(bugs.source("split_no_transpose_lm") + GAME, only=ONLY)
+    assert root_causes(honest) and root_causes(gamed) != root_causes(honest), \
+        f"the game did not change the diagnosis, so it never ran: {root_causes(gamed)}"
+    assert results_but_root_causes(gamed) == results_but_root_causes(honest), explain(gamed)
+    assert "GAMED" not in str(gamed["checks"]), explain(gamed)
+    course = load_rubric(DEFAULT_PATH, checks=check_registry())
+    assert score(gamed, course)["total"] == score(honest, course)["total"] < course.total

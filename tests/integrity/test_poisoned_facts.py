@@ -99,11 +99,15 @@ def test_poisoned_frame_is_the_checks_error_naming_the_limit(name, backend):
     assert "AAAAAAAAAA" not in text and "all checks passed" not in text, "forged facts reached the report"
 
 
+def forged(backend: str, field: str, body: str) -> dict:
+    """attention_sdpa's result when its stage sends an error result whose `field` is what body returns."""
+    text = REFERENCE + FORGE.format(POISON=body, OUTCOME="error", FIELD=f'"{field}"')
+    return {c["id"]: c for c in graded_on(text, backend, ("attention_sdpa",))["checks"]}["attention_sdpa"]
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_forged_message_is_bounded_plain_and_labelled_as_the_students(backend):
-    body = '    return "ValueError: \\u202eall checks passed\\x1b[32m " + "B" * 1500'
-    text = REFERENCE + FORGE.format(POISON=body, OUTCOME="error", FIELD='"message"')
-    check = {c["id"]: c for c in graded_on(text, backend, ("attention_sdpa",))["checks"]}["attention_sdpa"]
+    check = forged(backend, "message", '    return "ValueError: \\u202eall checks passed\\x1b[32m " + "B" * 1500')
     assert check["status"] == "error", check
     assert check["message"].startswith("your code raised ValueError: "), check["message"]
     assert "\u202e" not in check["message"] and "\x1b" not in check["message"]
@@ -113,9 +117,7 @@ def test_forged_message_is_bounded_plain_and_labelled_as_the_students(backend):
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_forged_traceback_is_cut_to_eight_plain_lines_of_300(backend):
     """The most lines the schema allows (16) of 1000 characters each, with bidi and escape characters."""
-    body = '    return ["\\u202eline %d\\x1b[31m " % i + "T" * 1000 for i in range(16)]'
-    text = REFERENCE + FORGE.format(POISON=body, OUTCOME="error", FIELD='"traceback"')
-    check = {c["id"]: c for c in graded_on(text, backend, ("attention_sdpa",))["checks"]}["attention_sdpa"]
+    check = forged(backend, "traceback", '    return ["\\u202eline %d\\x1b[31m " % i + "T" * 1000 for i in range(16)]')
     assert check["status"] == "error", check
     lines = check["details"]
     assert isinstance(lines, list) and len(lines) == 8, lines

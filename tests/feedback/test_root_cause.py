@@ -7,9 +7,9 @@ Training and evaluation are left out: they are never re-run, so never attributed
 """
 import pytest
 
-from grader.registry import check_registry
+from grader.app.scoring import current_rubric
 from grader.rootcause import COVERS
-from rubric import DEFAULT_PATH, load_rubric, score
+from rubric import score
 from tests.support.grading import REFERENCES, explain, grade_text, statuses
 
 from . import bugs
@@ -163,5 +163,5 @@ def test_a_submission_that_games_the_diagnosis_run_changes_only_what_it_is_told(
         f"the game did not change the diagnosis, so it never ran: {root_causes(gamed)}"
     assert results_but_root_causes(gamed) == results_but_root_causes(honest), explain(gamed)
     assert "GAMED" not in str(gamed["checks"]), explain(gamed)
-    course = load_rubric(DEFAULT_PATH, checks=check_registry())
+    course = current_rubric()  # the course rubric, as the service scores with it
     assert score(gamed, course)["total"] == score(honest, course)["total"] < course.total

@@ -188,9 +188,11 @@ def test_logits_that_do_not_follow_from_the_weights_are_caught_in_a_fresh_sandbo
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_held_out_targets_are_nowhere_on_the_stack_track_a(backend):
     evaluation = check(graded("reverse", STACK_TARGETS_REVERSE, backend), "evaluation")
-    # Finding the targets would give exact match 1.0; without them the attack answers with constant logits.
+    # The attack patches forward, so it moves the teacher-forced accuracy (greedy decoding goes through decode):
+    # found targets give 1.0 (the control below), constant logits give about 0.
     assert evaluation["status"] == "fail", evaluation
-    assert evaluation["metrics"]["exact_match"] < 0.5, evaluation["metrics"]
+    metrics = evaluation["metrics"]
+    assert metrics["token_accuracy"] < 0.5 and metrics["untrained_token_accuracy"] < 0.5, metrics
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -199,6 +201,31 @@ def test_held_out_targets_are_nowhere_on_the_stack_track_b(backend):
     assert evaluation["status"] == "fail", evaluation
     # one-hot answers found on the stack would give a held-out loss near 0 (below the generator's entropy)
     assert evaluation["metrics"]["heldout_loss"] > 1.0, evaluation["metrics"]
+
+
+@pytest.fixture
+def targets_sent(monkeypatch):
+    """The design these tests guard against: the held-out stage sends its targets along with its inputs."""
+    from grader.checks import evaluation
+    honest = evaluation.heldout_data
+
+    def leaky(ctx):
+        inputs, kept, extra = honest(ctx)
+        return {**inputs, **kept}, kept, extra
+    monkeypatch.setattr(evaluation, "heldout_data", leaky)
+
+
+def test_the_stack_attacks_answer_perfectly_when_the_targets_are_sent(targets_sent):
+    """The control: with the targets in the sandbox's inputs, both attacks find them and answer exactly."""
+    options = Options(only=("training", "evaluation"), limits=Limits(**dict(LIMITS, output_mb=64)), backend="process",
+                      steps=STEPS)
+    require_backend("process")
+    reverse = check(grade_bytes((reference("reverse") + STACK_TARGETS_REVERSE).encode(), "submission.py", options),
+                    "evaluation")["metrics"]
+    assert reverse["token_accuracy"] == 1.0 and reverse["untrained_token_accuracy"] == 1.0, reverse
+    lm = check(grade_bytes((reference("lm") + STACK_TARGETS_LM).encode(), "submission.py", options),
+               "evaluation")["metrics"]
+    assert lm["heldout_loss"] < 0.01, lm
 
 
 def test_the_fresh_sandbox_gets_held_out_inputs_but_never_their_targets():

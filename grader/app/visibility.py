@@ -247,8 +247,17 @@ def student_checks(checks, vis: Visibility) -> list[dict]:
         if isinstance(c, dict):
             shown = student_check(c, vis.check(c.get("id")))
             if shown is not None:
-                out.append(shown)
+                out.append(without_unread_cause(shown, vis))
     return out
+
+
+def without_unread_cause(check: dict, vis: Visibility) -> dict:
+    """The check without its root cause when that names a check the student cannot read: "fix split_heads first"
+    would tell them a hidden check failed."""
+    cause = check.get("root_cause")
+    if isinstance(cause, dict) and not readable(vis, cause.get("check")):
+        return {k: v for k, v in check.items() if k != "root_cause"}
+    return check
 
 
 def student_report(report: dict | None, vis: Visibility) -> dict:

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from tests.service.svc_cluster import LiveServer
-from tests.service.svc_helpers import make_app, make_course
+from tests.service.svc_helpers import Course, make_app, make_course
 
 from .browser_support import assert_accessible, assert_fits, launched
 from .web_helpers import (PASSWORD, REFERENCE, ROOT, csrf, grade_now, graded_report, sign_in_instructor,
@@ -71,6 +71,30 @@ def test_a_hidden_check_leaks_into_no_student_page(web_app, client, course):
     instructor_page = prof.get("/instructor/submissions/1")
     assert SECRET in instructor_page.get_data(as_text=True), "the instructor sees everything"
     assert "Head split and merge students see: hidden" in text_of(instructor_page), "tagged with what students see"
+
+
+def test_a_root_cause_that_names_a_hidden_check_is_not_shown(web_app, client, course):
+    """A visible check explained by a hidden one: naming the function would tell the student the hidden check failed."""
+    report = secret_report()
+    sdpa = next(c for c in report["checks"] if c["id"] == "attention_sdpa")
+    sdpa.update(status="fail", message="compared with scaled_dot_product_attention: 96 of 96 values differ",
+                root_cause={"check": "split_heads",
+                            "evidence": "with a correct split_heads in place of yours, attention_sdpa passes"})
+    sign_in_student(client, "alice", course.alice)
+    upload(client)
+    grade_now(web_app, 1, report)
+    cause = ("Fix split_heads first", "with a correct split_heads")
+    page = client.get("/submissions/1").get_data(as_text=True)
+    assert all(text in page for text in cause), "the control: a visible split_heads is named as the root cause"
+    assert save_levels(prof_client(web_app), {"level_split_heads": "hidden"}).status_code == 303
+    page = client.get("/submissions/1").get_data(as_text=True)
+    answer = web_app.test_client().get("/api/v1/submissions/1/result", headers=Course.auth(course.alice))
+    assert answer.status_code == 200, answer.get_data(as_text=True)
+    answer = answer.get_data(as_text=True)
+    for where, html in (("the result page", page), ("the API", answer)):
+        assert "96 of 96 values differ" in html, f"{where}: the visible check keeps its own message"
+        for text in cause + ("root_cause",):
+            assert text not in html, f"{where} shows {text!r}, which names a hidden check"
 
 
 def test_points_and_summary_show_what_they_say_on_the_result_page(web_app, client, course):

@@ -86,6 +86,21 @@ def test_a_hidden_item_leaks_into_no_student_answer_and_the_instructor_sees_it(a
     assert all(text.encode() in instructor.data for text in SECRETS[:4]), "the instructor sees everything"
 
 
+def test_the_grading_seed_reaches_no_student_answer_and_the_instructor_sees_it(app, course):
+    """The seed is stored twice, in the report and in the result's options: both are cut from every student answer."""
+    seed = 987654321
+    with app.app_context(), get_db(app).session() as s:
+        store.update_assignment(s, "cap", seed=seed)
+    report = secret_report()
+    report["seed"] = seed  # the judge reports the seed it graded under
+    sid = graded(app, course, report)
+    answers = student_answers(app, course, sid)
+    assert not leaks(answers, (str(seed),)), f"the seed reached the student: {leaks(answers, (str(seed),))}"
+    instructor = app.test_client().get(f"/api/v1/submissions/{sid}/result", headers=Course.auth(course.instructor))
+    answer = instructor.get_json()
+    assert answer["options"]["seed"] == seed and answer["report"]["seed"] == seed, "the control: instructors see it"
+
+
 def test_live_verdicts_and_progress_hide_a_hidden_check_while_grading(app, course):
     set_level(app, "rope", "hidden")
     r = app.test_client().post("/api/v1/assignments/cap/submissions", headers=Course.auth(course.alice),

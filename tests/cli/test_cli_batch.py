@@ -100,7 +100,8 @@ def test_fifty_files_interrupted_halfway_then_resumed_without_duplicates(cluster
     doc = json.loads(ran.out)
     outcomes = {o["student"]: o for o in doc["outcomes"]}
     assert len(outcomes) == FILES
-    skipped = [s for s, o in outcomes.items() if o["outcome"] in ("skipped", "identical")]
+    # "skipped" is the client's own resume; "identical" would be the server refusing a file sent again
+    skipped = [s for s, o in outcomes.items() if o["outcome"] == "skipped"]
     uploaded = [s for s, o in outcomes.items() if o["outcome"] == "uploaded"]
     assert len(skipped) == uploaded_before and len(uploaded) == FILES - uploaded_before, \
         f"resume should skip the {uploaded_before} already uploaded: {len(skipped)} skipped, {len(uploaded)} uploaded"
@@ -114,6 +115,8 @@ def test_fifty_files_interrupted_halfway_then_resumed_without_duplicates(cluster
 
     third = invoke("submit", batch_dir, "-a", "batch", env=cluster.env())
     assert third.code == 0 and f"0 uploaded, {FILES} already on the server" in third.out, third.out
+    again = run("submit", batch_dir, "-a", "batch", "--json", env=cluster.env(), timeout=120)
+    assert again.code == 0 and {o["outcome"] for o in json.loads(again.out)["outcomes"]} == {"skipped"}, again.out
 
 
 def test_gradebook_csv_matches_the_per_submission_results(cluster, batch_dir, tmp_path):

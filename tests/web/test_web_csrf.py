@@ -48,10 +48,14 @@ def test_a_post_without_the_sessions_token_is_refused(web_app, client, course, g
 
 
 def test_a_token_from_another_session_does_not_work(client, web_app, course):
-    other = web_app.test_client()
-    stolen = csrf(other)
+    """The victim's session has a token of its own, so the stolen one is compared with it, not refused for lack of one."""
+    own = csrf(client)
+    stolen = csrf(web_app.test_client())
+    assert stolen != own
     r = client.post("/signin", data={"username": "alice", "token": course.alice, "csrf_token": stolen})
-    assert r.status_code == 400
+    assert r.status_code == 400 and "This form has expired" in text_of(r)
+    r = client.post("/signin", data={"username": "alice", "token": course.alice, "csrf_token": own})
+    assert r.status_code in (302, 303), "the control: the session's own token signs in"
 
 
 def test_the_session_cookie_is_http_only_and_same_site(client, course):

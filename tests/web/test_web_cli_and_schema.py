@@ -3,7 +3,7 @@ import secrets
 
 import pytest
 from click.testing import CliRunner
-from sqlalchemy import inspect
+from sqlalchemy import inspect, select
 
 from tests.service.svc_helpers import PG_ADMIN, unavailable
 
@@ -19,6 +19,7 @@ def cli_env(tmp_path, monkeypatch):
 
 def test_instructor_create_stores_a_hash_and_signs_in(cli_env):
     from grader.app import accounts
+    from grader.app.models import Instructor
     from grader.cli import main
     from grader.cli.local import in_session
     runner = CliRunner()
@@ -30,8 +31,12 @@ def test_instructor_create_stores_a_hash_and_signs_in(cli_env):
     assert in_session(lambda s: accounts.authenticate_instructor(s, "ada", "long enough pw") is not None)
     assert runner.invoke(main, ["instructor", "password", "ada", "--password", "a new password"]).exit_code == 0
     assert in_session(lambda s: accounts.authenticate_instructor(s, "ada", "a new password") is not None)
+    stored = in_session(lambda s: s.scalar(select(Instructor.password_hash).where(Instructor.username == "ada")))
+    assert stored.startswith("scrypt:") and "a new password" not in stored, "a salted hash, never the password"
     listed = runner.invoke(main, ["instructor", "list"])
-    assert "ada\tAda\tactive" in listed.output and "long enough" not in listed.output
+    assert "ada\tAda\tactive" in listed.output, listed.output
+    assert "a new password" not in listed.output and stored.split("$")[-1] not in listed.output, \
+        "the list shows neither the password nor its hash"
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])

@@ -10,28 +10,39 @@ from .integrity_support import BACKENDS, graded_on, reference
 pytestmark = pytest.mark.slow
 
 LOGITS = "        logits = self.head(self.norm(x))  # (B, T, V)\n"
-VARIANTS = {
-    "signed_infinity": LOGITS + '        logits = torch.where(logits > 0, float("inf"), float("-inf"))\n',
-    "nan_in_places": LOGITS + '        logits = logits.masked_fill(logits > 0.5, float("nan"))\n',
-    "all_infinite": LOGITS + '        logits = logits + float("inf")\n',
-}
 ATTACKED = ("causality", "padding", "kv_cache", "checkpoint_reload")
+# each variant's code, the checks it must fail, and what their messages must say ('': any reason)
+VARIANTS = {
+    "signed_infinity": (LOGITS + '        logits = torch.where(logits > 0, float("inf"), float("-inf"))\n',
+                        ATTACKED, ""),
+    "nan_in_places": (LOGITS + '        logits = logits.masked_fill(logits > 0.5, float("nan"))\n', ATTACKED, ""),
+    "all_infinite": (LOGITS + '        logits = logits + float("inf")\n', ATTACKED, ""),
+    # finite without a cache: kv_cache's full-prefix logits pass their own finiteness test, so only the comparison
+    # with the cached ones (NaN, whose difference is NaN and so "not larger than the tolerance") can refuse them
+    "nan_from_the_cache": (LOGITS + '        if cache is not None:\n'
+                                    '            logits = torch.full_like(logits, float("nan"))\n', ("kv_cache",),
+                           "a non-finite value never counts as equal"),
+}
 
 
 def poisoned(name: str) -> str:
     text = reference("lm")
     assert text.count(LOGITS) == 1
-    return text.replace(LOGITS, VARIANTS[name])
+    return text.replace(LOGITS, VARIANTS[name][0])
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("name", sorted(VARIANTS))
 def test_nonfinite_logits_earn_no_equality_check(name, backend):
-    report = graded_on(poisoned(name), backend, ("split_heads", *ATTACKED))
+    """Every check a variant attacks fails it; where only the comparison meets the NaN, it names it non-finite."""
+    _, attacked, said = VARIANTS[name]
+    report = graded_on(poisoned(name), backend, ("split_heads", *attacked))
     got = {c["id"]: c for c in report["checks"]}
     assert got["split_heads"]["status"] == "pass", got["split_heads"]
-    passed = {cid: got[cid]["message"] for cid in ATTACKED if got[cid]["status"] == "pass"}
+    passed = {cid: got[cid]["message"] for cid in attacked if got[cid]["status"] == "pass"}
     assert not passed, f"checks passed on non-finite logits: {passed}"
+    unsaid = {cid: got[cid]["message"] for cid in attacked if said not in got[cid]["message"]}
+    assert not unsaid, f"not refused for its non-finite values: {unsaid}"
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

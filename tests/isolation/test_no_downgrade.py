@@ -72,15 +72,24 @@ def test_allow_weak_grades_and_every_result_says_weak(as_root, monkeypatch):
 
 
 def test_a_failed_probe_is_not_remembered(as_root, strict, monkeypatch):
-    """Installing bubblewrap fixes the next grading, not the next restart of the worker."""
+    """Mending bubblewrap fixes the next grading, not the next restart of the worker."""
     sandbox = ProcessSandbox()
-    path = os.environ["PATH"]
-    monkeypatch.setenv("PATH", NO_BWRAP)
-    with pytest.raises(IsolationMissing, match="bubblewrap"):
+    keys = []  # the probe's cache keys (bwrap, uid, interpreter) the failing grading asked under
+    remembered = bwrap._try
+    monkeypatch.setattr(bwrap, "_try", lambda *key: keys.append(key) or remembered(*key))
+    remembered.cache_clear()  # an earlier test's remembered success would answer without running the probe
+    real = bwrap.command
+    # bwrap found but not working: the remembered probe itself runs and fails (no bwrap on PATH never reaches it)
+    monkeypatch.setattr(bwrap, "command", lambda *args, **kwargs: [
+        sys.executable, "-c", "import sys; sys.exit('stand-in bwrap: cannot build the sandbox')"])
+    with pytest.raises(IsolationMissing, match="bwrap does not work here: stand-in bwrap"):
         grade_bytes(REFERENCE.read_bytes(), "reference_lm.py", QUICK, sandbox=sandbox)
-    monkeypatch.setenv("PATH", path)  # "installed" again
+    failed = list(keys)
+    monkeypatch.setattr(bwrap, "command", real)  # "fixed" again
     report = grade_bytes(REFERENCE.read_bytes(), "reference_lm.py", QUICK, sandbox=sandbox)
     assert report["sandbox"]["weak"] is False and report["sandbox"]["layers"] == list(FULL), report["sandbox"]
+    # the next grading may lease another uid (another cache key), so ask under the failing keys themselves
+    assert failed and all(remembered(*key) is None for key in failed), f"a failure was remembered: {failed}"
 
 
 @pytest.mark.slow

@@ -246,6 +246,9 @@ def _filesystem_isolated(g, env):
 def _listeners_saw_nothing(g, env):
     time.sleep(0.3)
     assert env.contacts == [], f"the test's listeners were reached: {env.contacts}"
+    if g["run"].backend == "docker" or g["run"].layers.get("bwrap") == "namespaces":
+        message = checks(g)["attention_sdpa"]["message"]
+        assert "interfaces ['lo']" in message, f"a network namespace with more than a loopback: {message}"
 
 
 def _disk_capped(g, env):

@@ -38,4 +38,11 @@ def attention(q, k, v, mask=None):
     results = {str(address): _try(family, kind, address) for family, kind, address in targets}
     # A datagram "sent" proves nothing (it may land on the sandbox's own loopback): the test's listener tells.
     reached = sorted(a for a, r in results.items() if r == "connected")
-    raise RuntimeError(f"reached {reached} of {results}"[:900])
+    # Loopback targets are out of reach in any network namespace; the interfaces tell a sandbox with no network
+    # from one on a bridge (where the host's other addresses would be a route away).
+    try:
+        with open("/proc/net/dev") as fh:
+            interfaces = sorted(line.split(":")[0].strip() for line in fh.readlines()[2:])
+    except OSError as exc:
+        interfaces = [f"unreadable ({exc.errno})"]
+    raise RuntimeError(f"reached {reached}; interfaces {interfaces}; of {results}"[:900])

@@ -83,3 +83,47 @@ def test_signing_out_ends_the_session(client, course):
     token = csrf(client, "/submit")
     assert client.post("/signout", data={"csrf_token": token}).status_code == 303
     assert client.get("/submit").status_code == 302
+
+
+def every_table(web_app) -> dict:
+    """Every row of every table, for telling whether a request changed anything."""
+    from grader.app.db import get_db
+    from grader.app.models import Base
+    with web_app.app_context(), get_db(web_app).session() as s:
+        return {t.name: sorted(map(repr, s.execute(select(t)).all())) for t in Base.metadata.sorted_tables
+                if t.name != "rate_events"}  # the throttle's own bookkeeping
+
+
+def instructor_forms(web_app) -> list[str]:
+    """Every instructor URL that takes a POST (signing in and out aside: anyone may), its parameters filled."""
+    values = {"slug": "cap", "submission_id": 1, "username": "bob", "comment_id": 1}
+    paths = []
+    for rule in web_app.url_map.iter_rules():
+        if rule.rule.startswith("/instructor/") and "POST" in rule.methods and \
+                rule.endpoint not in ("instructor.signin", "instructor.signout"):
+            paths.append(rule.build({k: values[k] for k in rule.arguments})[1])
+    return sorted(paths)
+
+
+def test_a_signed_in_student_with_a_valid_token_posts_to_no_instructor_form(web_app, client, course):
+    """The form token is the student's own and valid, so only the role check stands between them and each form."""
+    from .web_helpers import grade_now, graded_report, upload
+    sign_in_student(client, "alice", course.alice)
+    assert upload(client).status_code in (302, 303)
+    grade_now(web_app, 1, graded_report())
+    token = csrf(client, "/submit")
+    paths = instructor_forms(web_app)
+    assert len(paths) >= 15 and "/instructor/submissions/1/regrade" in paths, paths
+    form = {"csrf_token": token, "points": "0", "comment": "x", "text": "x", "level_split_heads": "hidden",
+            "name": "x", "username": "mallory", "title": "x", "due": "2020-01-01T00:00"}
+    before = every_table(web_app)
+    for path in paths:
+        r = client.post(path, data=form)
+        assert r.status_code == 302 and "/instructor/signin" in r.location, f"a student's post to {path}: {r.status_code}"
+    assert every_table(web_app) == before, "a student's post to an instructor form changed the database"
+    # the control: the same post from the instructor does act (a regrade is a new request)
+    prof = web_app.test_client()
+    sign_in_instructor(prof)
+    r = prof.post("/instructor/submissions/1/regrade", data={"csrf_token": csrf(prof, "/instructor/signin")})
+    assert r.status_code in (302, 303), r.status_code
+    assert every_table(web_app)["submissions"] != before["submissions"], "the instructor's regrade changed nothing"

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.app import store
+from grader.app import store, visibility
 from grader.app.db import get_db
 from grader.app.models import Submission
 from .svc_helpers import Course, fake_report, judge_returning, make_course
@@ -183,6 +183,14 @@ def test_regrade_keeps_the_old_score_and_shows_the_change(app, course):
     shown = {i["id"] for c in mine["score"]["categories"] for i in c["items"]}
     assert mine["score"]["hidden"]["items"] > 0, "the capstone rubric hides some items until released"
     assert {r["id"] for r in mine["diff"]["items"]} <= shown, "a student's diff must not reveal hidden items"
+    # the item that changed hidden: gone from the student's diff, still in the instructor's (the control)
+    with app.app_context(), get_db(app).session() as s:
+        visibility.set_rule(s, store.get_assignment(s, "cap"), "rope", "hidden")
+    mine = client.get(f"/api/v1/submissions/{sid}/result", headers=Course.auth(course.alice)).get_json()
+    assert "rope" not in {r["id"] for r in mine["diff"]["items"]}, mine["diff"]
+    assert mine["diff"]["totals"]["delta"] == 0, "nor its points, through the totals"
+    theirs = client.get(f"/api/v1/submissions/{sid}/result", headers=auth).get_json()
+    assert "rope" in {r["id"] for r in theirs["diff"]["items"]}, theirs["diff"]
 
 
 def test_rescore_recomputes_from_stored_results_without_grading(app, course, monkeypatch):

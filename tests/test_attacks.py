@@ -319,6 +319,16 @@ def _cmdline(pid: str) -> bytes:
         return b""
 
 
+def _seccomp_refused_ptrace(g, env):
+    """Where seccomp is a layer, even a dumpable child of the attacker's own is refused; elsewhere it is attached,
+    which shows the attack's calls work."""
+    message = checks(g)["attention_sdpa"]["message"]
+    if g["run"].backend == "docker":  # docker's default profile allows ptrace; its walls are the pid namespace
+        assert "own child: attached" in message, message
+    else:
+        assert "own child: refused (errno 1)" in message, message  # EPERM, from seccomp's rule
+
+
 def _threads_did_not_hold_the_stage(g, env):
     check = checks(g)["attention_sdpa"]
     assert check["duration_s"] < LIMITS["stage_s"], f"the stage took {check['duration_s']} s"
@@ -337,6 +347,7 @@ SPECIFIC = {
     "monkeypatch_harness": _no_forgery_in_verdicts,
     "daemon": _daemon_gone,
     "lingering_threads": _threads_did_not_hold_the_stage,
+    "ptrace": _seccomp_refused_ptrace,
 }
 
 

@@ -37,4 +37,22 @@ def attention(q, k, v, mask=None):
             except OSError:
                 results[f"open {path}"] = False
     succeeded = sorted(k for k, ok in results.items() if ok)
-    raise RuntimeError(f"succeeded {succeeded} of {sorted(results)}")
+    raise RuntimeError(f"succeeded {succeeded} of {sorted(results)}; own child: {_own_child(libc)}")
+
+
+def _own_child(libc) -> str:
+    """The control: attach to a dumpable child of our own, which only seccomp forbids (the harness's processes are
+    also non-dumpable, so their refusals alone do not show seccomp at work)."""
+    child = _os.fork()
+    if child == 0:
+        libc.prctl(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE: the harness made this process non-dumpable
+        _os.kill(_os.getpid(), 19)  # SIGSTOP: dumpable before the parent tries
+        _os._exit(0)
+    _os.waitpid(child, _os.WUNTRACED)
+    rc = libc.ptrace(PTRACE_ATTACH, child, None, None)
+    err = _ctypes.get_errno()
+    if rc == 0:
+        libc.ptrace(PTRACE_DETACH, child, None, None)
+    _os.kill(child, 9)
+    _os.waitpid(child, 0)
+    return "attached" if rc == 0 else f"refused (errno {err})"

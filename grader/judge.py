@@ -391,6 +391,8 @@ def decide(check, ctx: Context, plan, outcomes: dict, graded: set = frozenset())
             result = CheckResult(check.ID, "fail", f"the returned tensors could not be compared with the reference "
                                                     f"({type(exc).__name__}: {str(exc)[:300]})")
     result.duration_s, result.stdout = duration, stdout
+    said = [result.message, *map(str, result.details)]
+    result.asides = [dict(a) for a in ctx.asides if any(a["told"] in text for text in said)]
     return result
 
 

@@ -33,16 +33,21 @@ class CheckResult:
     # {"check": a contract function's check id, "evidence": one sentence}: the failure goes away when the judge's
     # version of that function stands in for the student's (grader/rootcause.py); diagnosis only, never points
     root_cause: dict | None = None
+    # [{"checks": [ids], "told": a phrase of the message or details that tells how those checks went, "blind": the
+    # same phrase without their outcomes}]: what the service shows a student who may not see one of those checks
+    asides: list = field(default_factory=list)
 
     def __post_init__(self):
         if self.status not in CHECK_STATUSES:
             raise ValueError(f"unknown status {self.status!r}")
 
     def to_dict(self) -> dict:
-        """JSON-ready form (root_cause only where there is one)."""
+        """JSON-ready form (root_cause and asides only where there are)."""
         out = asdict(self)
         if out["root_cause"] is None:
             del out["root_cause"]
+        if not out["asides"]:
+            del out["asides"]
         return out
 
 

@@ -245,9 +245,24 @@ def student_checks(checks, vis: Visibility) -> list[dict]:
     out = []
     for c in checks or []:
         if isinstance(c, dict):
-            shown = student_check(c, vis.check(c.get("id")))
+            shown = student_check(told_as_readable(c, vis), vis.check(c.get("id")))
             if shown is not None:
                 out.append(without_unread_cause(shown, vis))
+    return out
+
+
+def told_as_readable(check: dict, vis: Visibility) -> dict:
+    """The check with each phrase of its message and details that tells how a check the student cannot read went
+    ("causality passed, so ...") in its form that does not (the judge's asides); the asides themselves are dropped."""
+    out = {k: v for k, v in check.items() if k != "asides"}
+    for aside in check.get("asides") or []:
+        if not isinstance(aside, dict) or not aside.get("told"):
+            continue
+        if all(readable(vis, c) for c in aside.get("checks") or []):
+            continue
+        told, blind = str(aside["told"]), str(aside.get("blind") or "")
+        out["message"] = str(out.get("message") or "").replace(told, blind)
+        out["details"] = [d.replace(told, blind) if isinstance(d, str) else d for d in out.get("details") or []]
     return out
 
 

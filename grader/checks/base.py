@@ -47,6 +47,8 @@ class Context:
     # check id -> CheckResult of the checks the judge decided before this one (contract order), so that a message
     # names another check's cause only where that check did not pass
     verdicts: dict = field(default_factory=dict)
+    # the phrases of messages that told another check's outcome, each with its form that does not (about())
+    asides: list = field(default_factory=list)
 
     @property
     def track(self) -> str | None:
@@ -57,6 +59,15 @@ class Context:
         """Whether another check of this grading did not pass (True) or passed (False); None: not decided (yet)."""
         result = self.verdicts.get(check_id)
         return None if result is None else result.status != "pass"
+
+    def about(self, phrase) -> str:
+        """phrase(ctx), a part of a message that may tell how other checks went, kept with its form when none is
+        decided: the service shows that form to a student who may not see one of those checks."""
+        asked = Asking(self)
+        told, blind = phrase(asked), phrase(Unknowing(self))
+        if told != blind:
+            self.asides.append({"checks": sorted(asked.asked), "told": told, "blind": blind})
+        return told
 
     def stage_once(self, key: str, make) -> "Stage":
         """The same Stage object for every check that plans it; the judge runs it once."""
@@ -126,3 +137,24 @@ def raised_problem(outcome: StageOutcome, fact: str, call: str, expected: str = 
 def output(outcome: StageOutcome, key: str) -> torch.Tensor | None:
     """A named output tensor, or None if the stage did not return it."""
     return outcome.tensors.get(key)
+
+
+class Asking:
+    """A Context that notes which checks' outcomes a phrase asks for."""
+
+    def __init__(self, ctx: Context):
+        self.ctx, self.asked = ctx, set()
+
+    def failed(self, check_id: str) -> bool | None:
+        self.asked.add(check_id)
+        return self.ctx.failed(check_id)
+
+    def __getattr__(self, name):
+        return getattr(self.ctx, name)
+
+
+class Unknowing(Asking):
+    """A Context in which no other check is decided: how a phrase reads without their outcomes."""
+
+    def failed(self, check_id: str) -> None:
+        return None

@@ -210,9 +210,9 @@ def causality_problems(ctx, v, stage, out) -> None:
             padding = "" if name in ("plain", "padded") and ctx.track == "lm" else f" ({name} padding)"
             v.problem(f"on the held-out inputs{padding}, changing the token at position {int(pos[row])} of row {row} "
                       f"changed the trained model's logits at the earlier position {col} by {float(leak[row, col]):.3g}: "
-                      "the model reads tokens after the one it predicts " + (
-                          "(causality passed on the untrained model: the path appears only with the trained weights)"
-                          if ctx.failed("causality") is False else "(see causality)"))
+                      "the model reads tokens after the one it predicts " + ctx.about(
+                          lambda c: "(causality passed on the untrained model: the path appears only with the trained "
+                                    "weights)" if c.failed("causality") is False else "(see causality)"))
             return
 
 
@@ -255,7 +255,7 @@ def reverse_verdict(ctx, v, stage, out) -> str:
     if tr["tf_exact"] - exact > lim["max_exact_gap"]:
         v.problem(f"teacher-forced, {tr['tf_exact']:.0%} of held-out rows are exactly right (token accuracy "
                   f"{tr['token']:.0%}), but greedy decoding from BOS gets {exact:.0%}: the model leans on the answer "
-                  "tokens it is fed: " + leak_or_cache(ctx))
+                  "tokens it is fed: " + ctx.about(leak_or_cache))
     if tr["token"] < lim["min_token_accuracy"] or exact < lim["min_exact_match"]:
         v.problem(f"held-out token accuracy {tr['token']:.1%} and exact match {exact:.1%}; passing needs at least "
                   f"{lim['min_token_accuracy']:.0%} and {lim['min_exact_match']:.0%}")
@@ -351,8 +351,9 @@ def cyclic_metrics(ctx, v, stage, out) -> str:
     if acc["full prefix"] - acc["trained"] > lim["max_cache_gap"]:
         v.problem(f"on the cyclic-pattern task the trained model continues {acc['full prefix']:.1%} of the tokens "
                   f"correctly when it re-reads the whole prefix but {acc['trained']:.1%} with the cache: cached "
-                  "decoding changes the predictions (RoPE offset or cache order"
-                  + ("; see kv_cache)" if ctx.failed("kv_cache") is not False else ")"))
+                  "decoding changes the predictions " + ctx.about(
+                      lambda c: "(RoPE offset or cache order" + ("; see kv_cache)" if c.failed("kv_cache") is not False
+                                                                 else ")")))
     if acc["untrained"] > lim["max_untrained_accuracy"]:
         v.problem(f"the untrained model already continues {acc['untrained']:.0%} of the cyclic patterns: the "
                   "answer is hard-coded, not learned")

@@ -295,9 +295,9 @@ def leak_signals(ctx, v, out, final, targets, final_loss) -> None:
         if oracle:
             v.metrics.update(oracle_loss=oracle, floor_ratio=round(final_loss / oracle, 6))
             if final_loss < lim["min_floor_ratio"] * oracle:
-                where = ("causality passed on the untrained model, so look for a path to later characters that "
-                         "appears only in training, and at the input/target shift" if ctx.failed("causality") is False
-                         else "check the causal mask and the input/target shift")
+                where = ctx.about(lambda c: "causality passed on the untrained model, so look for a path to later "
+                                            "characters that appears only in training, and at the input/target shift"
+                                  if c.failed("causality") is False else "check the causal mask and the input/target shift")
                 v.problem(f"the training loss {final_loss:.4f} nats/char is suspiciously low: the text's own "
                           f"generator has {oracle:.4f} nats/char of entropy, which no causal model can beat, so the "
                           f"model must be reading the character it predicts ({where})")
@@ -316,7 +316,7 @@ def leak_signals(ctx, v, out, final, targets, final_loss) -> None:
     if tf_exact - greedy_exact > lim["max_exact_gap"]:
         v.problem(f"the training loss {final_loss:.4f} is suspiciously low for what the model can do without seeing "
                   f"the answer: teacher-forced, {tf_exact:.0%} of training rows are exactly right, but decoding "
-                  f"greedily from BOS only {greedy_exact:.0%}; {gap_cause(ctx)}")
+                  f"greedily from BOS only {greedy_exact:.0%}; {ctx.about(gap_cause)}")
 
 
 def gap_cause(ctx) -> str:
@@ -333,6 +333,8 @@ def gap_cause(ctx) -> str:
     if cache:
         causes.append("greedy decoding uses your cache, and cached decoding differs from the full prefix "
                       "(see kv_cache)")
+    elif cache is None and causes:  # kv_cache not decided here: the cache stays a suspect beside the mask
+        causes.append("greedy decoding uses your cache, which may differ from the full prefix")
     return ", or ".join(causes) or ("causality passed, so look at cached decoding (greedy decoding uses your "
                                     "cache) and the BOS/EOS shift")
 

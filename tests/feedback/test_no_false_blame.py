@@ -37,6 +37,19 @@ def test_the_gap_between_teacher_forcing_and_greedy_names_only_checks_that_did_n
         assert text not in said, f"with {statuses} the message must not say {text!r}: {said!r}"
 
 
+def test_a_phrase_that_tells_how_other_checks_went_keeps_its_form_that_does_not():
+    """The service shows the blind form to a student who may not see causality or kv_cache (grader/app/visibility)."""
+    ctx = context(causality="pass", kv_cache="fail")
+    told = ctx.about(training.gap_cause)
+    blind = training.gap_cause(context())
+    assert told == training.gap_cause(ctx) and "see kv_cache" in told
+    assert ctx.asides == [{"checks": ["causality", "kv_cache"], "told": told, "blind": blind}]
+    assert "see " not in blind and "passed" not in blind and "causal mask" in blind and "cache" in blind, blind
+    same = context(causality="pass", kv_cache="fail")
+    same.about(lambda c: "no other check asked")
+    assert same.asides == [], "a phrase that reads the same either way needs no aside"
+
+
 def test_evaluation_keeps_its_message_when_neither_check_was_graded():
     assert "a causal leak" in evaluation.leak_or_cache(context())
     assert "causal" not in evaluation.leak_or_cache(context(causality="pass", kv_cache="fail"))
@@ -54,3 +67,7 @@ def test_a_kv_cache_position_bug_is_not_blamed_on_the_causal_mask():
         assert "causal mask" not in message and "causal leak" not in message and "see causality" not in message, \
             f"{cid} blames the causal mask, but causality passed: {message}"
         assert "see kv_cache" in message, f"{cid} should point at kv_cache, which failed: {message}"
+        asides = checks[cid]["asides"]  # the same message for a student who may not see causality or kv_cache
+        assert asides and all(a["told"] in message for a in asides), asides
+        blind = [a["blind"] for a in asides]
+        assert not any("see kv_cache" in b or "passed" in b for b in blind), blind

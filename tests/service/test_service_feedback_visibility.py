@@ -101,6 +101,40 @@ def test_the_grading_seed_reaches_no_student_answer_and_the_instructor_sees_it(a
     assert answer["options"]["seed"] == seed and answer["report"]["seed"] == seed, "the control: instructors see it"
 
 
+TOLD = "causality and kv_cache passed, so look at what differs between teacher forcing and decoding from BOS"
+BLIND = "the decoder reads the token it must predict (check the causal mask), or the cache may differ"
+
+
+def told_report() -> dict:
+    """Training fails with a message that tells how causality and kv_cache went, and the judge's aside for it."""
+    report = fake_report({"split_heads": "pass", "causality": "pass", "kv_cache": "pass", "training": "fail"})
+    training = next(c for c in report["checks"] if c["id"] == "training")
+    training.update(message=f"the training loss is suspiciously low; {TOLD}", details=[f"greedy falls behind; {TOLD}"],
+                    asides=[{"checks": ["causality", "kv_cache"], "told": TOLD, "blind": BLIND}])
+    return report
+
+
+@pytest.mark.parametrize("hidden", [None, "causality", "kv_cache"])
+def test_a_message_tells_a_hidden_checks_outcome_to_no_student(app, course, hidden):
+    """Training's message names how causality went; with causality (or kv_cache) hidden the student reads the form
+    that does not, and with both visible (the control) the judge's own words."""
+    if hidden:
+        set_level(app, hidden, "hidden")
+    sid = graded(app, course, told_report())
+    answers = student_answers(app, course, sid)
+    result = json.loads(answers[f"/api/v1/submissions/{sid}/result"])
+    training = next(c for c in result["report"]["checks"] if c["id"] == "training")
+    assert "asides" not in training, "the asides are the judge's, not the student's"
+    if hidden is None:
+        assert TOLD in training["message"] and TOLD in training["details"][0], training
+        return
+    assert not leaks(answers, (TOLD,)), f"a hidden check's outcome reached the student: {leaks(answers, (TOLD,))}"
+    assert training["message"] == f"the training loss is suspiciously low; {BLIND}", training
+    assert training["details"] == [f"greedy falls behind; {BLIND}"], training
+    instructor = app.test_client().get(f"/api/v1/submissions/{sid}/result", headers=Course.auth(course.instructor))
+    assert TOLD.encode() in instructor.data, "the instructor reads the judge's own words"
+
+
 def test_live_verdicts_and_progress_hide_a_hidden_check_while_grading(app, course):
     set_level(app, "rope", "hidden")
     r = app.test_client().post("/api/v1/assignments/cap/submissions", headers=Course.auth(course.alice),

@@ -11,6 +11,7 @@ import pytest
 
 from grader.sandbox import bwrap, seccomp
 from grader.sandbox.cgroup import CgroupUnavailable, RunCgroup
+from grader.sandbox.process import FULL
 from grader.sandbox.uids import lease_uid
 from tests.sandbox.support import backend_params, layer_missing, require_backend
 
@@ -207,6 +208,9 @@ def test_run_records_every_layer(tmp_path, as_root):
     assert report["checks"][0]["status"] == "pass"
     layers = recorder.runs[0].layers
     assert set(layers) >= {"uid", "cgroup", "seccomp", "bwrap"}, layers
+    # every key is written, "off: ..." included: the record must also say each layer was on
+    assert layers["weak"] is False and layers["active"] == list(FULL), layers
+    assert not [k for k in ("cgroup", "seccomp", "bwrap") if str(layers[k]).startswith("off")], layers
     assert "[sandbox] uid=" in recorder.runs[0].log
 
 
@@ -226,21 +230,27 @@ def merge_heads(x):
 '''
 
 
+@pytest.mark.parametrize("only", [("split_heads",), ("split_heads", "rope")], ids=["own-child", "shared-child"])
 @pytest.mark.parametrize("backend", backend_params())
-def test_student_code_runs_under_the_rlimits_in_isolated_python_with_an_empty_environment(backend):
+def test_student_code_runs_under_the_rlimits_in_isolated_python_with_an_empty_environment(backend, only):
+    """One check runs in a child of its own; two or more share one child, which sets its limits itself."""
     import ast
     import re
     from grader.judge import Options, grade_bytes
     from grader.sandbox import Limits
     from grader.harness.main import LOG_LIMIT
     require_backend(backend)
-    report = grade_bytes(LIMITS_PROBE.encode(), "probe.py", Options(only=("split_heads",), backend=backend))
+    report = grade_bytes(LIMITS_PROBE.encode(), "probe.py", Options(only=only, backend=backend))
     message = report["checks"][0]["message"]
     found = re.search(r"probe (\{.*\}) isolated=(\d) uid=(\d+) env=(\[.*\])", message)
     assert found, message
     got, isolated, uid, env = ast.literal_eval(found[1]), int(found[2]), int(found[3]), ast.literal_eval(found[4])
     limits, budget = Limits(), int(Limits().stage_s)
-    assert got["CPU"] == (budget + 2, budget + 3), "CPU seconds: the check's budget and a little"
+    if len(only) == 1:
+        assert got["CPU"] == (budget + 2, budget + 3), "CPU seconds: the check's budget and a little"
+    else:  # the shared child's CPU time adds up: each check's soft limit is what it has used plus its budget
+        soft, hard = got["CPU"]
+        assert budget + 2 <= soft <= budget + 4 and hard > budget + 3, ("the shared child's limits", got["CPU"])
     if backend == "process":  # docker caps processes with the container's pids limit (its cgroup) instead
         assert got["NPROC"] == (limits.pids, limits.pids)
     assert got["NOFILE"] == (limits.files, limits.files)

@@ -28,6 +28,25 @@ def test_same_file_twice_gives_identical_json_apart_from_timings():
     assert strip_timings(first) == strip_timings(second)
 
 
+def test_other_interpreters_with_other_hash_seeds_give_the_same_verdicts():
+    """The same file through `grader check` in two interpreters (other hash seeds; one sandbox forked from the fork
+    server, one started) gets the same verdicts, metrics and messages: nothing hangs on one process's state."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    grader = str(Path(sys.executable).parent / "grader")
+
+    def checks(hash_seed: str, fork: str) -> list:
+        proc = subprocess.run([grader, "check", str(REFERENCES["lm"]), "--json"], capture_output=True, text=True,
+                              timeout=600, env={**os.environ, "PYTHONHASHSEED": hash_seed, "GRADER_SANDBOX_FORK": fork})
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        return strip_timings(json.loads(proc.stdout))["checks"]
+    first, second = checks("1", "true"), checks("2", "false")
+    assert len(first) == len(ALL_IDS) and first == second
+
+
 def test_report_records_environment_and_sandbox():
     report = grade_text(REFERENCES["lm"].read_text())
     assert report["environment"]["threads"] == 1
@@ -41,3 +60,7 @@ def test_report_records_environment_and_sandbox():
 def test_a_different_seed_draws_different_inputs_and_still_passes():
     report = grade_text(REFERENCES["reverse"].read_text(), seed=7)
     assert set(statuses(report).values()) == {"pass"}, explain(report)
+    default = grade_text(REFERENCES["reverse"].read_text())  # the control: the same file under the default seed
+    assert report["seed"] == 7 and default["seed"] != 7
+    losses = [next(c for c in r["checks"] if c["id"] == "training")["metrics"]["final_loss"] for r in (report, default)]
+    assert losses[0] != losses[1], f"the seed drew the same training rows: {losses}"

@@ -115,6 +115,33 @@ def attention(q, k, v, mask=None):
     assert verdicts(one) == verdicts(per_check), explain(one) + explain(per_check)
 
 
+def test_the_next_check_finds_the_state_a_child_of_its_own_would():
+    """The reset shown where it can be seen: attention draws from both generators, turns gradients off and sets the
+    default dtype, and rope's apply_rope raises with what it finds (the checks' own inputs never read Python's
+    generator, so only the reset puts it back)."""
+    tail = """
+import random as _random
+import torch as _torch
+_reference_attention = attention
+
+def attention(q, k, v, mask=None):
+    out = _reference_attention(q, k, v, mask=mask)
+    _random.random()
+    _torch.rand(1000)
+    _torch.set_grad_enabled(False)
+    _torch.set_default_dtype(_torch.float16)
+    return out
+
+def apply_rope(x, positions):
+    raise RuntimeError(f"found {_random.random():.12f} {float(_torch.rand(1)):.12f} {_torch.is_grad_enabled()} "
+                       f"{_torch.get_default_dtype()}")
+"""
+    one, per_check = grade_both(lm_with(tail))
+    rope, alone = by_id(one)["rope"], by_id(per_check)["rope"]
+    assert rope["status"] == "error" and "found 0." in rope["message"], explain(one)
+    assert rope["message"] == alone["message"], (rope["message"], alone["message"])
+
+
 def test_a_crash_in_the_shared_child_costs_only_that_check():
     tail = """
 import os as _os

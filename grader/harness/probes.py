@@ -5,6 +5,8 @@ decides nothing: every verdict is computed by the judge, outside this process.
 """
 import contextlib
 import functools
+import random
+import sys
 
 import torch
 import torch.nn.functional as F
@@ -20,11 +22,21 @@ except ImportError:
 # Bound now, before any submission can monkeypatch torch.
 _Tensor = torch.Tensor
 _Module = torch.nn.Module
-_manual_seed = torch.manual_seed
+_torch_seed = torch.manual_seed
+_random_seed = random.seed
 _get_default_dtype = torch.get_default_dtype
 _set_default_dtype = torch.set_default_dtype
 
 TRIPWIRE_CALLS: list[str] = []
+
+
+def _manual_seed(seed: int) -> None:
+    """The judge's seed for each generator a model may draw from as it is built: torch's, Python's and NumPy's."""
+    _torch_seed(seed)
+    _random_seed(seed)
+    numpy = sys.modules.get("numpy")  # only when the submission imported it: the harness never does
+    if numpy is not None:
+        numpy.random.seed(seed % 2 ** 32)
 
 
 class Violation(Exception):

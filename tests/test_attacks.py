@@ -283,6 +283,14 @@ def _no_forgery_in_verdicts(g, env):
         assert "FORGED" not in check["message"] + json.dumps(check["details"]), check
 
 
+def _forgery_left_and_was_not_believed(g, env):
+    """The patched framing did write forged frames (the attack acted), and no verdict took their word."""
+    left = [header for header, _ in g["run"].frames]
+    assert any(h.get("message") == "FORGED-HARNESS" for h in left), \
+        f"no forged frame left the sandbox: the attack patched nothing ({[h.get('type') for h in left][:20]})"
+    _no_forgery_in_verdicts(g, env)
+
+
 def _no_forged_verdict_events(g, env):
     """Nor in the first verdicts sent while the grading ran: only the judge's verdict events reach on_event. Two layers
     drop the forged frames; the first, the harness, is shown on the frames that left the sandbox, before the judge's
@@ -344,7 +352,7 @@ SPECIFIC = {
     "forged_stdout": _no_forgery_in_verdicts,
     "forged_channel": _no_forged_verdict_events,
     "forged_result_files": _no_forgery_in_verdicts,
-    "monkeypatch_harness": _no_forgery_in_verdicts,
+    "monkeypatch_harness": _forgery_left_and_was_not_believed,
     "daemon": _daemon_gone,
     "lingering_threads": _threads_did_not_hold_the_stage,
     "ptrace": _seccomp_refused_ptrace,

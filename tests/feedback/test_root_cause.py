@@ -157,10 +157,18 @@ def build_model(config):
 def test_a_submission_that_games_the_diagnosis_run_changes_only_what_it_is_told():
     """Statuses, messages and points are those of the same bug graded without the game; the game does act: the
     root cause the honest bug gets is gone."""
+    import json
+    from grader.judge import Options, grade_bytes
+    from grader.sandbox import Limits
+    from tests.sandbox.support import Recorder
     honest = graded("split_no_transpose_lm")
-    gamed = grade_text(bugs.source("split_no_transpose_lm") + GAME, only=ONLY)
+    recorder = Recorder("process")  # to read what left the diagnosis run's sandbox
+    gamed = grade_bytes((bugs.source("split_no_transpose_lm") + GAME).encode(), "submission.py",
+                        Options(only=ONLY, limits=Limits(stage_s=30.0)), sandbox=recorder)
     assert root_causes(honest) and root_causes(gamed) != root_causes(honest), \
         f"the game did not change the diagnosis, so it never ran: {root_causes(gamed)}"
+    sent = [json.dumps(header) for run in recorder.runs for header, _ in run.frames]
+    assert any('"gamed"' in h for h in sent), "the game's forged result never left the sandbox: it did not act"
     assert results_but_root_causes(gamed) == results_but_root_causes(honest), explain(gamed)
     assert "GAMED" not in str(gamed["checks"]), explain(gamed)
     course = current_rubric()  # the course rubric, as the service scores with it

@@ -28,23 +28,42 @@ def test_same_file_twice_gives_identical_json_apart_from_timings():
     assert strip_timings(first) == strip_timings(second)
 
 
-def test_other_interpreters_with_other_hash_seeds_give_the_same_verdicts():
-    """The same file through `grader check` in two interpreters (other hash seeds; one sandbox forked from the fork
-    server, one started) gets the same verdicts, metrics and messages: nothing hangs on one process's state."""
+def checked_elsewhere(path, hash_seed: str, fork: str, *args) -> list:
+    """The checks of `grader check PATH --json` in an interpreter of its own, with that hash seed, its sandboxes forked
+    from a fork server of its own or started (GRADER_SANDBOX_FORK), timings left out."""
     import json
     import os
     import subprocess
     import sys
     from pathlib import Path
     grader = str(Path(sys.executable).parent / "grader")
+    proc = subprocess.run([grader, "check", str(path), "--json", *args], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "PYTHONHASHSEED": hash_seed, "GRADER_SANDBOX_FORK": fork})
+    assert proc.returncode in (0, 1), proc.stderr[-2000:]
+    return strip_timings(json.loads(proc.stdout))["checks"]
 
-    def checks(hash_seed: str, fork: str) -> list:
-        proc = subprocess.run([grader, "check", str(REFERENCES["lm"]), "--json"], capture_output=True, text=True,
-                              timeout=600, env={**os.environ, "PYTHONHASHSEED": hash_seed, "GRADER_SANDBOX_FORK": fork})
-        assert proc.returncode == 0, proc.stderr[-2000:]
-        return strip_timings(json.loads(proc.stdout))["checks"]
-    first, second = checks("1", "true"), checks("2", "false")
+
+def test_other_interpreters_with_other_hash_seeds_give_the_same_verdicts():
+    """The same file through `grader check` in two interpreters (other hash seeds; one sandbox forked from the fork
+    server, one started) gets the same verdicts, metrics and messages: nothing hangs on one process's state."""
+    first, second = checked_elsewhere(REFERENCES["lm"], "1", "true"), checked_elsewhere(REFERENCES["lm"], "2", "false")
     assert len(first) == len(ALL_IDS) and first == second
+
+
+# split_heads says in which order a set of strings iterates: Python's hash seed decides it
+SET_ORDER = """
+def split_heads(x, n_heads):
+    raise RuntimeError(f"order {list({'alpha', 'beta', 'gamma', 'delta', 'epsilon', 'zeta', 'eta', 'theta'})}")
+"""
+
+
+def test_a_set_of_strings_iterates_in_one_order_in_every_grading(tmp_path):
+    """Every sandbox interpreter starts with one hash seed, whichever process, fork server or start made it."""
+    path = tmp_path / "submission.py"
+    path.write_text(REFERENCES["lm"].read_text() + SET_ORDER)
+    orders = {checked_elsewhere(path, seed, fork, "--only", "split_heads")[0]["message"]
+              for seed, fork in (("1", "true"), ("2", "true"), ("3", "false"))}
+    assert len(orders) == 1 and "order ['" in next(iter(orders)), orders
 
 
 def test_report_records_environment_and_sandbox():

@@ -295,9 +295,10 @@ def leak_signals(ctx, v, out, final, targets, final_loss) -> None:
         if oracle:
             v.metrics.update(oracle_loss=oracle, floor_ratio=round(final_loss / oracle, 6))
             if final_loss < lim["min_floor_ratio"] * oracle:
-                where = ctx.about(lambda c: "causality passed on the untrained model, so look for a path to later "
-                                            "characters that appears only in training, and at the input/target shift"
-                                  if c.failed("causality") is False else "check the causal mask and the input/target shift")
+                where = ctx.about(lambda c: (
+                    "causality passed on the untrained model, so look for a path to later characters that appears "
+                    "only in training, and at the input/target shift" if c.failed("causality") is False
+                    else "check the causal mask and the input/target shift"))
                 v.problem(f"the training loss {final_loss:.4f} nats/char is suspiciously low: the text's own "
                           f"generator has {oracle:.4f} nats/char of entropy, which no causal model can beat, so the "
                           f"model must be reading the character it predicts ({where})")

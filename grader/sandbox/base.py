@@ -149,6 +149,13 @@ def wait_for_hello(collector: FrameCollector, timeout_s: float, waiting) -> bool
     return True
 
 
+# How every sandbox interpreter starts (process.py, forkserver.py, docker.py; sandbox_init.py and zygote_main.py, which
+# run without the grader, say the same): no user site (-s), no script folder on sys.path (-P), and one hash seed from
+# its environment, so that a set of strings iterates in the same order in every grading. (-I would also ignore
+# PYTHON* variables, PYTHONHASHSEED among them; the sandbox builds its environment from nothing, so -E adds nothing.)
+PYTHON_FLAGS = ("-s", "-P")
+HASH_SEED = "0"
+
 HARNESS_DIR = Path(__file__).resolve().parent.parent / "harness"
 # reference_parts: root causes; optimizer: the training step the sandbox takes ahead of the judge
 HARNESS_FILES = ("main.py", "probes.py", "wire.py", "tensorbytes.py", "optimizer.py", "reference_parts.py")

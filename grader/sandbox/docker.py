@@ -22,8 +22,8 @@ from pathlib import Path
 
 from ..harness import wire
 from .cleanup import remove_tree
-from .base import (FrameCollector, Limits, Prepared, Sandbox, SandboxRun, low_priority, new_job_dir,
-                   wait_for_hello)
+from .base import (HASH_SEED, PYTHON_FLAGS, FrameCollector, Limits, Prepared, Sandbox, SandboxRun, low_priority,
+                   new_job_dir, wait_for_hello)
 
 DEFAULT_IMAGE = "grader-runner:latest"
 SANDBOX_UID = 10001  # the image's `sandbox` user
@@ -172,10 +172,11 @@ class DockerSandbox(Sandbox):
         fsize = limits.scratch_mb << 20
         return dict(
             image=self.image,
-            command=[self.python, "-I", "/job/init.py", "/job/harness/main.py", "/job"],
+            command=[self.python, *PYTHON_FLAGS, "/job/init.py", "/job/harness/main.py", "/job"],
             user=f"{self.uid}:{self.uid}", working_dir="/job/scratch", hostname="sandbox",
             environment={"PATH": "/opt/venv/bin:/usr/local/bin:/usr/bin:/bin", "HOME": "/job/scratch",
-                         "TMPDIR": "/job/scratch", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"},
+                         "TMPDIR": "/job/scratch", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+                         "PYTHONHASHSEED": HASH_SEED},
             network_mode="none", read_only=True, cap_drop=["ALL"], security_opt=["no-new-privileges"],
             mem_limit=f"{limits.memory_mb}m", memswap_limit=f"{limits.memory_mb}m", pids_limit=limits.pids,
             nano_cpus=int(limits.cpus * 1e9), cpu_shares=CPU_SHARES if low_priority() else None,

@@ -2,9 +2,9 @@
 
 The process backend's default as root (ProcessSandbox(fork=False), or GRADER_SANDBOX_FORK=false, turns it off): a
 sandbox is isolated in tens of milliseconds with torch already imported, where a started one runs bubblewrap and
-imports torch afresh (about a second of CPU). The zygote runs the runner's interpreter as root with an empty
-environment, and holds nothing of the worker's: no setting, no job, no secret; it dies with the worker (and its
-sandboxes with it).
+imports torch afresh (about a second of CPU). The zygote runs the runner's interpreter as root with nothing in its
+environment but the sandboxes' hash seed, and holds nothing of the worker's: no setting, no job, no secret; it dies
+with the worker (and its sandboxes with it).
 """
 import atexit
 import json
@@ -18,6 +18,7 @@ import threading
 from pathlib import Path
 
 from . import zygote
+from .base import HASH_SEED, PYTHON_FLAGS
 
 HARNESS = Path(__file__).resolve().parents[1] / "harness"
 MAIN = Path(__file__).with_name("zygote_main.py")
@@ -98,8 +99,9 @@ class ForkServer:
             os.chmod(path, 0o755 if path.is_dir() else 0o644)
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.proc = subprocess.Popen(
-            [self.python, "-I", str(self.harness / "zygote_main.py"), str(self.harness / "zygote.py"),
-             str(self.harness / "harness"), str(theirs.fileno())], pass_fds=(theirs.fileno(),), env={}, cwd="/",
+            [self.python, *PYTHON_FLAGS, str(self.harness / "zygote_main.py"), str(self.harness / "zygote.py"),
+             str(self.harness / "harness"), str(theirs.fileno())], pass_fds=(theirs.fileno(),),
+            env={"PYTHONHASHSEED": HASH_SEED}, cwd="/",
             stdin=subprocess.DEVNULL, start_new_session=True)
         # No parent-death signal (it follows the thread that started it): the zygote ends when this process's end of
         # the socket closes, however this process ends, and every sandbox dies with the zygote (zygote.spawn).

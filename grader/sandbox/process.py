@@ -24,8 +24,8 @@ from pathlib import Path
 
 from . import bwrap, forkserver, seccomp
 from ..harness import wire
-from .base import (FrameCollector, Limits, Prepared, Sandbox, SandboxRun, low_priority, new_job_dir,
-                   wait_for_hello)
+from .base import (HASH_SEED, PYTHON_FLAGS, FrameCollector, Limits, Prepared, Sandbox, SandboxRun, low_priority,
+                   new_job_dir, wait_for_hello)
 from .cgroup import CgroupUnavailable, RunCgroup
 from .cleanup import remove_tree, sweep_sysv
 from .isolation import IsolationMissing, allow_weak_from_env, refusal
@@ -322,8 +322,8 @@ class ProcessSandbox(Sandbox):
             os.chmod(job_dir, 0o750)
         cgroup, bpf, use_bwrap, record = self._layers(uid, limits)
         env = {"PATH": "/usr/bin:/bin", "HOME": str(scratch), "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1",
-               "MKL_NUM_THREADS": "1", "TMPDIR": str(scratch)}
-        harness = [self.python, "-I", str(job_dir / "harness" / "main.py"), str(job_dir)]
+               "MKL_NUM_THREADS": "1", "TMPDIR": str(scratch), "PYTHONHASHSEED": HASH_SEED}
+        harness = [self.python, *PYTHON_FLAGS, str(job_dir / "harness" / "main.py"), str(job_dir)]
         read_fd, write_fd = os.pipe()
         wire.widen(read_fd)  # the channel: a training step's answer in one write, not 64 KiB at a time
         if fork and self.fork_server is not None and use_bwrap and uid is not None:
@@ -346,8 +346,8 @@ class ProcessSandbox(Sandbox):
             shutil.copy(INIT, job_dir / "init.py")
             os.chmod(job_dir / "init.py", 0o644)
             cmd = bwrap.command(job_dir, self.python, limits.scratch_mb, seccomp_fd, as_pid_1=True) + \
-                [self.python, "-I", str(job_dir / "init.py"), str(job_dir / "harness" / "main.py"), str(job_dir),
-                 str(write_fd)]
+                [self.python, *PYTHON_FLAGS, str(job_dir / "init.py"), str(job_dir / "harness" / "main.py"),
+                 str(job_dir), str(write_fd)]
             install = None  # bwrap installs the filter itself, after building the namespaces
         else:
             cmd = harness + [str(write_fd)]

@@ -35,7 +35,8 @@ def main(argv):
         os.dup2(2, 1)
     pid = os.fork()
     if pid == 0:
-        os.execv(sys.executable, [sys.executable, "-I", harness, job_dir, str(channel)])
+        # base.PYTHON_FLAGS (this file runs without the grader); PYTHONHASHSEED comes with the environment
+        os.execv(sys.executable, [sys.executable, "-s", "-P", harness, job_dir, str(channel)])
     os.close(channel)  # only the harness holds the channel from here on
     while True:
         try:

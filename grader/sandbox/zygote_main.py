@@ -1,6 +1,7 @@
 """The fork server's process: the runner's interpreter with torch and the harness imported, forking sandboxes.
 
-Usage: python -I zygote_main.py ZYGOTE_PY HARNESS_DIR SOCKET_FD   (started by forkserver.py, as root, empty env)
+Usage: python -s -P zygote_main.py ZYGOTE_PY HARNESS_DIR SOCKET_FD   (started by forkserver.py, as root, with only
+PYTHONHASHSEED in its environment: every sandbox forked from it shares that hash seed)
 
 Each sandbox (zygote.spawn) runs the harness's main() as the process backend's harness would run after its exec:
 its stdin, channel and log are the three descriptors the worker sent, as fd 0, CHANNEL_FD and fds 1 and 2. Torch
@@ -15,7 +16,8 @@ import sys
 
 CHANNEL_FD = 3
 # What the process backend gives the harness's environment (process.py), for the sandbox's own os.environ.
-ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+       "PYTHONHASHSEED": "0"}
 
 
 def load(name: str, path: str):

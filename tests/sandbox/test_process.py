@@ -222,7 +222,8 @@ import sys as _sys
 
 def split_heads(x, n_heads):
     got = {n: _r.getrlimit(getattr(_r, "RLIMIT_" + n)) for n in ("CPU", "NPROC", "FSIZE", "NOFILE", "CORE", "AS")}
-    raise RuntimeError(f"probe {got} isolated={_sys.flags.isolated} uid={_os.getuid()} env={sorted(_os.environ)}")
+    flags = (_sys.flags.no_user_site, int(_sys.flags.safe_path), _sys.flags.hash_randomization)
+    raise RuntimeError(f"probe {got} flags={flags} uid={_os.getuid()} env={sorted(_os.environ)}")
 
 
 def merge_heads(x):
@@ -242,9 +243,10 @@ def test_student_code_runs_under_the_rlimits_in_isolated_python_with_an_empty_en
     require_backend(backend)
     report = grade_bytes(LIMITS_PROBE.encode(), "probe.py", Options(only=only, backend=backend))
     message = report["checks"][0]["message"]
-    found = re.search(r"probe (\{.*\}) isolated=(\d) uid=(\d+) env=(\[.*\])", message)
+    found = re.search(r"probe (\{.*\}) flags=(\(.*?\)) uid=(\d+) env=(\[.*\])", message)
     assert found, message
-    got, isolated, uid, env = ast.literal_eval(found[1]), int(found[2]), int(found[3]), ast.literal_eval(found[4])
+    got, flags, uid, env = (ast.literal_eval(found[1]), ast.literal_eval(found[2]), int(found[3]),
+                            ast.literal_eval(found[4]))
     limits, budget = Limits(), int(Limits().stage_s)
     if len(only) == 1:
         assert got["CPU"] == (budget + 2, budget + 3), "CPU seconds: the check's budget and a little"
@@ -256,11 +258,11 @@ def test_student_code_runs_under_the_rlimits_in_isolated_python_with_an_empty_en
     assert got["NOFILE"] == (limits.files, limits.files)
     assert got["FSIZE"] == (LOG_LIMIT, LOG_LIMIT) and got["CORE"] == (0, 0)
     assert 0 < got["AS"][0] < 1 << 40, "the address space is capped"
-    assert isolated == 1, "python -I: no user site, no PYTHON* variables, no script directory on sys.path"
-    # docker adds HOSTNAME ("sandbox") and the runner image's own PYTHONDONTWRITEBYTECODE (ignored under -I);
+    assert flags == (1, 1, 0), "python -s -P: no user site, no script directory on sys.path; one hash seed"
+    # docker adds HOSTNAME ("sandbox") and the runner image's own PYTHONDONTWRITEBYTECODE (its root is read-only);
     # nothing of the grader's environment gets in
     assert set(env) <= {"HOME", "LANG", "MKL_NUM_THREADS", "OMP_NUM_THREADS", "PATH", "PWD", "TMPDIR", "HOSTNAME",
-                        "PYTHONDONTWRITEBYTECODE"}, env
+                        "PYTHONDONTWRITEBYTECODE", "PYTHONHASHSEED"}, env
     if os.geteuid() == 0:
         assert uid != 0, "student code never runs as root"
 

@@ -385,14 +385,15 @@ def decide(check, ctx: Context, plan, outcomes: dict, graded: set = frozenset())
             result = stage_failure(check.ID, outcome)
         break
     else:
+        mark = len(ctx.asides)  # the asides this verdict records, and no earlier check's (live.py decides in turn)
         try:
             result = check.verdict(ctx, {s.key: s for s in plan}, mine)
         except Exception as exc:  # odd tensors (wrong dtype, rank) that the comparison could not take
             result = CheckResult(check.ID, "fail", f"the returned tensors could not be compared with the reference "
                                                     f"({type(exc).__name__}: {str(exc)[:300]})")
+        said = [result.message, *map(str, result.details)]
+        result.asides = [dict(a) for a in ctx.asides[mark:] if any(a["told"] in text for text in said)]
     result.duration_s, result.stdout = duration, stdout
-    said = [result.message, *map(str, result.details)]
-    result.asides = [dict(a) for a in ctx.asides if any(a["told"] in text for text in said)]
     return result
 
 

@@ -8,6 +8,7 @@ and optionally another from a date on; an item without a rule takes the rubric's
 hidden: hidden). A check shows as much as the most visible item that draws on it; a check no item draws on shows in
 full, as before. Instructors always see everything: these functions are only for what a student reads.
 """
+import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
@@ -255,14 +256,13 @@ def told_as_readable(check: dict, vis: Visibility) -> dict:
     """The check with each phrase of its message and details that tells how a check the student cannot read went
     ("causality passed, so ...") in its form that does not (the judge's asides); the asides themselves are dropped."""
     out = {k: v for k, v in check.items() if k != "asides"}
-    for aside in check.get("asides") or []:
-        if not isinstance(aside, dict) or not aside.get("told"):
-            continue
-        if all(readable(vis, c) for c in aside.get("checks") or []):
-            continue
-        told, blind = str(aside["told"]), str(aside.get("blind") or "")
-        out["message"] = str(out.get("message") or "").replace(told, blind)
-        out["details"] = [d.replace(told, blind) if isinstance(d, str) else d for d in out.get("details") or []]
+    blind = {str(a["told"]): str(a.get("blind") or "") for a in check.get("asides") or []
+             if isinstance(a, dict) and a.get("told") and not all(readable(vis, c) for c in a.get("checks") or [])}
+    if blind:  # in one pass, longest first: a blind form is never read again as another aside's told
+        told = re.compile("|".join(map(re.escape, sorted(blind, key=len, reverse=True))))
+        out["message"] = told.sub(lambda m: blind[m.group(0)], str(out.get("message") or ""))
+        out["details"] = [told.sub(lambda m: blind[m.group(0)], d) if isinstance(d, str) else d
+                          for d in out.get("details") or []]
     return out
 
 
@@ -291,6 +291,8 @@ def student_report(report: dict | None, vis: Visibility) -> dict:
     unread = {str(c.get("id")) for c in original} - {str(c.get("id")) for c in checks}
     if unread and isinstance(report.get("timings"), dict):
         report["timings"] = {**report["timings"], "stages": without_checks(report["timings"].get("stages"), unread)}
+        # the diagnosis run happens only when a function check failed: with one unread, its time would tell
+        report["timings"].pop("root_cause_s", None)
     return report
 
 

@@ -64,8 +64,8 @@ class Context:
         """phrase(ctx), a part of a message that may tell how other checks went, kept with its form when none is
         decided: the service shows that form to a student who may not see one of those checks."""
         asked = Asking(self)
-        told, blind = phrase(asked), phrase(Unknowing(self))
-        if told != blind:
+        told, blind = phrase(asked), phrase(Unknowing())
+        if told and told != blind:
             self.asides.append({"checks": sorted(asked.asked), "told": told, "blind": blind})
         return told
 
@@ -139,22 +139,24 @@ def output(outcome: StageOutcome, key: str) -> torch.Tensor | None:
     return outcome.tensors.get(key)
 
 
+# What a phrase given to Context.about may read: other checks' outcomes through failed(), and nothing else (so its
+# blind form cannot learn them another way).
+
 class Asking:
-    """A Context that notes which checks' outcomes a phrase asks for."""
+    """The grading's outcomes, noting which checks a phrase asks about."""
 
     def __init__(self, ctx: Context):
-        self.ctx, self.asked = ctx, set()
+        self._ctx, self.asked = ctx, set()
 
     def failed(self, check_id: str) -> bool | None:
+        """Context.failed, remembered."""
         self.asked.add(check_id)
-        return self.ctx.failed(check_id)
-
-    def __getattr__(self, name):
-        return getattr(self.ctx, name)
+        return self._ctx.failed(check_id)
 
 
-class Unknowing(Asking):
-    """A Context in which no other check is decided: how a phrase reads without their outcomes."""
+class Unknowing:
+    """No other check decided: how a phrase reads without their outcomes."""
 
     def failed(self, check_id: str) -> None:
+        """Never decided."""
         return None

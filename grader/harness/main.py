@@ -1,6 +1,6 @@
 """Entry point inside the sandbox: import torch once, run each stage in a forked child, stream results.
 
-Usage: python -I main.py JOB_DIR CHANNEL_FD
+Usage: python -s -P main.py JOB_DIR CHANNEL_FD
 
 The sandbox may start before its job exists (torch imported ahead of time): after hello, the harness
 waits for one byte on stdin, the judge's go, before it reads job.json.
@@ -36,7 +36,7 @@ import types
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-import wire  # noqa: E402  (path set just above; the sandbox runs python -I)
+import wire  # noqa: E402  (path set just above; -P leaves the script folder off)
 
 PR_SET_DUMPABLE = 4
 STDOUT_EXCERPT = 2000
@@ -371,9 +371,13 @@ class Baseline:
 
 def fresh_submission(path: str, code):
     """A new module `submission` executed from the file's code object (what importing the file does)."""
-    # Python's generator starts each stage at one state: os.fork reseeds it from the OS in every child, so a
-    # submission that draws from it would otherwise get another score in each grading
+    # Python's and NumPy's generators start each stage at one state: os.fork reseeds Python's from the OS in every
+    # child, and NumPy's (which torch imports) holds whatever the last stage left, so a submission that draws from
+    # either would otherwise get another score in each grading
     random.seed(0)
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        numpy.random.seed(0)
     spec = importlib.util.spec_from_file_location("submission", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules["submission"] = module

@@ -34,7 +34,7 @@ def _manual_seed(seed: int) -> None:
     """The judge's seed for each generator a model may draw from as it is built: torch's, Python's and NumPy's."""
     _torch_seed(seed)
     _random_seed(seed)
-    numpy = sys.modules.get("numpy")  # only when the submission imported it: the harness never does
+    numpy = sys.modules.get("numpy")  # torch imports it; without it, nothing to seed
     if numpy is not None:
         numpy.random.seed(seed % 2 ** 32)
 

@@ -1,6 +1,7 @@
 """The process backend, for hosts without a Docker engine: a child python, hardened in layers.
 
-Always: an empty environment, `python -I`, rlimits (CORE=0, NOFILE, FSIZE) and a new session.
+Always: an environment built from nothing, `python -s -P` with one hash seed, rlimits (CORE=0, NOFILE,
+FSIZE) and a new session.
 As root, also: a uid of its own from a pool (so NPROC binds and cleanup may kill all of that uid's
 processes), a cgroup per run (memory = memory + swap, pids; killed as a whole), a seccomp
 deny-list (no sockets, no ptrace or process_vm_*, no bpf, keyctl, mount, unshare, io_uring), and

@@ -1,6 +1,6 @@
 """PID 1 of a sandbox (a container, or bwrap's pid namespace): start the harness, reap every orphan, exit as it did.
 
-Usage: python -I init.py HARNESS_MAIN JOB_DIR [CHANNEL_FD]
+Usage: python -s -P init.py HARNESS_MAIN JOB_DIR [CHANNEL_FD]
 
 Without CHANNEL_FD (docker), fd 1 is the channel to the judge (the container's stdout): the harness
 gets it as fd 3 and its own stdout goes to stderr (the instructors' log), so no stray print can
@@ -35,8 +35,10 @@ def main(argv):
         os.dup2(2, 1)
     pid = os.fork()
     if pid == 0:
-        # base.PYTHON_FLAGS (this file runs without the grader); PYTHONHASHSEED comes with the environment
-        os.execv(sys.executable, [sys.executable, "-s", "-P", harness, job_dir, str(channel)])
+        # base.PYTHON_FLAGS (this file runs without the grader). Of PYTHON* variables only the hash seed goes on: a
+        # runner image's own (PYTHONDONTWRITEBYTECODE, or a PYTHONPATH) would otherwise reach the harness unseen
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON") or k == "PYTHONHASHSEED"}
+        os.execve(sys.executable, [sys.executable, "-s", "-P", harness, job_dir, str(channel)], env)
     os.close(channel)  # only the harness holds the channel from here on
     while True:
         try:

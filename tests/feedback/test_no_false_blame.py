@@ -71,3 +71,7 @@ def test_a_kv_cache_position_bug_is_not_blamed_on_the_causal_mask():
         assert asides and all(a["told"] in message for a in asides), asides
         blind = [a["blind"] for a in asides]
         assert not any("see kv_cache" in b or "passed" in b for b in blind), blind
+    # each check carries the asides its own verdict wrote: training's phrase, worded as evaluation's, is not
+    # evaluation's (its blind form would be training's)
+    assert [a["blind"] for a in checks["training"]["asides"]] == [training.gap_cause(context())]
+    assert training.gap_cause(context()) not in [a["blind"] for a in checks["evaluation"]["asides"]]

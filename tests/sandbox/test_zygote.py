@@ -1,7 +1,8 @@
 """The fork server's sandbox (grader/sandbox/zygote.py), each layer tried for real from inside a forked child.
 
 The process backend's default as root (docs/sandbox.md, "The fork server"): these tests show each layer it takes.
-Each child is forked from a fresh `python -I` that loaded zygote.py by path, as the runner's interpreter does.
+Each child is forked from a fresh `python -I` that loaded zygote.py by path, as the runner's interpreter does
+(the fork server's adds one hash seed: grader/sandbox/forkserver.py).
 """
 import json
 import os

@@ -28,7 +28,7 @@ def secret_report(second_line: str = "ROPE-DETAIL-4410 second line of the messag
     rope = next(c for c in report["checks"] if c["id"] == "rope")
     rope.update(message=f"{SECRET}\n{second_line}", details=["ROPE-DETAIL-4410 pair 3 of head 1"],
                 metrics={"rope_secret_metric": 0.731, "max_abs_diff": 0.5}, stdout="ROPE-PRINTED-9052\n")
-    report["timings"] = {"total_s": 0.1, "stages": {"split_heads.main": 0.01, "rope.main": 0.02}}
+    report["timings"] = {"total_s": 0.1, "stages": {"split_heads.main": 0.01, "rope.main": 0.02}, "root_cause_s": 0.4}
     return report
 
 
@@ -78,12 +78,14 @@ def test_a_hidden_item_leaks_into_no_student_answer_and_the_instructor_sees_it(a
     assert [c["id"] for c in result["report"]["checks"]] == ["split_heads", "attention_sdpa"]
     assert result["report"]["summary"] == {"pass": 2}, "the counts must not count the hidden check"
     assert "rope.main" not in result["report"]["timings"]["stages"]
+    assert "root_cause_s" not in result["report"]["timings"], "a diagnosis run's time tells a function check failed"
     assert result["score"]["hidden"]["items"] >= 1 and "rope" not in json.dumps(result["score"])
     assert result["score"]["total"] == 8.0, "the total covers the visible items only (split_heads 3 + attention 5)"
     assert json.loads(answers["/api/v1/assignments/cap"])["checks"] == ["split_heads", "attention_sdpa"]
     instructor = app.test_client().get(f"/api/v1/submissions/{sid}/result", headers=Course.auth(course.instructor))
     assert SECRET in instructor.get_json()["report"]["checks"][2]["message"]
     assert all(text.encode() in instructor.data for text in SECRETS[:4]), "the instructor sees everything"
+    assert instructor.get_json()["report"]["timings"]["root_cause_s"] == 0.4
 
 
 def test_the_grading_seed_reaches_no_student_answer_and_the_instructor_sees_it(app, course):

@@ -81,7 +81,8 @@ def test_a_failed_probe_is_not_remembered(as_root, strict, monkeypatch):
     real = bwrap.command
     # bwrap found but not working: the remembered probe itself runs and fails (no bwrap on PATH never reaches it)
     monkeypatch.setattr(bwrap, "command", lambda *args, **kwargs: [
-        sys.executable, "-c", "import sys; sys.exit('stand-in bwrap: cannot build the sandbox')"])
+        # /bin/sh: the probe runs as a sandbox uid, which may not reach the test's interpreter (a 0700 checkout)
+        "/bin/sh", "-c", "echo 'stand-in bwrap: cannot build the sandbox' >&2; exit 1"])
     with pytest.raises(IsolationMissing, match="bwrap does not work here: stand-in bwrap"):
         grade_bytes(REFERENCE.read_bytes(), "reference_lm.py", QUICK, sandbox=sandbox)
     failed = list(keys)

@@ -4,6 +4,7 @@ import importlib.util
 import traceback
 
 from grader.harness import main as harness
+from grader.harness import probes
 from grader.source import bytecode
 
 TEXT = '''TRACK = "lm"
@@ -26,7 +27,7 @@ def job_with(tmp_path, text: str, code: bytes | None):
 
 def raised_at(path: str, code) -> traceback.FrameSummary:
     """The innermost frame of outer()'s exception, run from a fresh module of code."""
-    module = harness.fresh_submission(path, code)
+    module = harness.fresh_submission(path, code, probes)
     try:
         module.outer()
     except ValueError as exc:

@@ -158,7 +158,7 @@ def child_main(stage, job_dir, write_fd, inputs_blob, prev_blob, probes, max_blo
         if substitute:  # a root-cause diagnosis (grader/rootcause.py): the judge's functions, bound before the import
             import reference_parts
         send({"type": "progress", "phase": "import"})
-        module = fresh_submission(path, submission_code(path))
+        module = fresh_submission(path, submission_code(path), probes)
         if substitute:
             reference_parts.substitute(module, substitute)
         send({"type": "progress", "phase": "run"})
@@ -369,15 +369,10 @@ class Baseline:
         sys.modules.pop("submission", None)
 
 
-def fresh_submission(path: str, code):
-    """A new module `submission` executed from the file's code object (what importing the file does)."""
-    # Python's and NumPy's generators start each stage at one state: os.fork reseeds Python's from the OS in every
-    # child, and NumPy's (which torch imports) holds whatever the last stage left, so a submission that draws from
-    # either would otherwise get another score in each grading
-    random.seed(0)
-    numpy = sys.modules.get("numpy")
-    if numpy is not None:
-        numpy.random.seed(0)
+def fresh_submission(path: str, code, probes):
+    """A new module `submission` executed from the file's code object (what importing the file does), each
+    generator it may draw from besides torch's at one state."""
+    probes.seed_generators(0)
     spec = importlib.util.spec_from_file_location("submission", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules["submission"] = module
@@ -425,7 +420,7 @@ def group_main(stages, job_dir, write_fd, probes, baseline, ack_fd):
             send({"type": "progress", "index": index, "phase": "import"})
             if code is None:
                 code = submission_code(path)
-            module = fresh_submission(path, code)
+            module = fresh_submission(path, code, probes)
             send({"type": "progress", "index": index, "phase": "run"})
             tensors, facts = probe(module, inputs, stage.get("params", {}))
             blob = probes.dump_outputs(tensors)

@@ -6,8 +6,8 @@ decides nothing: every verdict is computed by the judge, outside this process.
 import contextlib
 import functools
 import random
-import sys
 
+import numpy.random  # torch imports NumPy but not its generator; imported here once, not in each stage's child
 import torch
 import torch.nn.functional as F
 from safetensors.torch import load as _st_load
@@ -24,19 +24,25 @@ _Tensor = torch.Tensor
 _Module = torch.nn.Module
 _torch_seed = torch.manual_seed
 _random_seed = random.seed
+_numpy_seed = numpy.random.seed
 _get_default_dtype = torch.get_default_dtype
 _set_default_dtype = torch.set_default_dtype
 
 TRIPWIRE_CALLS: list[str] = []
 
 
+def seed_generators(seed: int) -> None:
+    """Put Python's and NumPy's generators at one state: os.fork reseeds Python's from the OS in every child, and
+    NumPy's holds whatever the last stage left, so a submission drawing from either would get another score in
+    each grading."""
+    _random_seed(seed)
+    _numpy_seed(seed % 2 ** 32)
+
+
 def _manual_seed(seed: int) -> None:
     """The judge's seed for each generator a model may draw from as it is built: torch's, Python's and NumPy's."""
     _torch_seed(seed)
-    _random_seed(seed)
-    numpy = sys.modules.get("numpy")  # torch imports it; without it, nothing to seed
-    if numpy is not None:
-        numpy.random.seed(seed % 2 ** 32)
+    seed_generators(seed)
 
 
 class Violation(Exception):

@@ -416,8 +416,11 @@ def skipped(check_id: str, source: str, outcomes: dict) -> CheckResult:
     owner = source.split(".")[0]
     # "ok" with a dependant skipped: the stage ended, but the judge's training run in it did not reach its end
     why = UNFINISHED.get(before.status, "did not finish") if before is not None else "was not run"
-    return CheckResult(check_id, "skipped", f"not run: it needs what {owner} produces ({source}), which {why}; "
-                                            f"see {owner}")
+    told, blind = f"which {why}; see {owner}", "which did not finish"
+    result = CheckResult(check_id, "skipped", f"not run: it needs what {owner} produces ({source}), {told}")
+    # how the source ended is its check's outcome: a student who may not read that check reads only the blind form
+    result.asides = [{"checks": [owner], "told": told, "blind": blind}]
+    return result
 
 
 UNFINISHED = {"error": "raised an error", "violation": "broke the contract", "timeout": "ran out of time",

@@ -75,3 +75,18 @@ def test_a_kv_cache_position_bug_is_not_blamed_on_the_causal_mask():
     # evaluation's (its blind form would be training's)
     assert [a["blind"] for a in checks["training"]["asides"]] == [training.gap_cause(context())]
     assert training.gap_cause(context()) not in [a["blind"] for a in checks["evaluation"]["asides"]]
+
+
+@pytest.mark.parametrize("status, why", [("oom", "ran out of memory"), ("error", "raised an error")])
+def test_a_skipped_check_tells_how_its_source_ended_only_to_who_may_read_that_check(status, why):
+    """Evaluation skipped because training's run failed says how it failed; a student who may not read training is
+    told only that it did not finish (the skip itself says that much), and one who may read it (the control) all."""
+    from grader.app.visibility import Visibility, told_as_readable
+    from grader.judge import skipped
+    from grader.results import StageOutcome
+    result = skipped("evaluation", "training.run", {"training.run": StageOutcome("training.run", status)}).to_dict()
+    assert result["message"] == f"not run: it needs what training produces (training.run), which {why}; see training"
+    hidden = told_as_readable(result, Visibility(checks={"training": "hidden"}))
+    assert hidden["message"] == "not run: it needs what training produces (training.run), which did not finish"
+    assert "asides" not in hidden
+    assert told_as_readable(result, Visibility(checks={"training": "summary"}))["message"] == result["message"]

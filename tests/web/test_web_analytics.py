@@ -107,10 +107,14 @@ def test_a_bad_choice_is_named(classroom, prof):
 
 
 def test_students_and_strangers_never_see_it(classroom, web_app):
-    alice = classroom["alice"]
-    assert alice.get(PAGE).status_code in (302, 403)
-    assert "split_heads" not in alice.get(PAGE, follow_redirects=True).get_data(as_text=True)
-    assert web_app.test_client().get(PAGE + "/checks.csv").status_code == 302
+    """A signed-in student and a stranger are sent to the instructors' sign-in, for the page and its CSV alike."""
+    alice, stranger = classroom["alice"], web_app.test_client()
+    for client in (alice, stranger):
+        for path in (PAGE, PAGE + "/checks.csv"):
+            r = client.get(path)
+            assert r.status_code == 302 and "/instructor/signin" in r.headers["Location"], (path, r.status_code)
+    landed = text_of(alice.get(PAGE, follow_redirects=True))
+    assert "That page is for instructors" in landed and "split_heads" not in landed, landed[:500]
 
 
 

@@ -1,6 +1,9 @@
 """The reference solutions pass every check, and grading is deterministic."""
+import json
+
 import pytest
 
+from tests.cli.cli_helpers import run
 from tests.support.grading import REFERENCES, explain, grade_text, statuses
 from grader.checks import ALL_IDS
 
@@ -31,16 +34,10 @@ def test_same_file_twice_gives_identical_json_apart_from_timings():
 def checked_elsewhere(path, hash_seed: str, fork: str, *args) -> list:
     """The checks of `grader check PATH --json` in an interpreter of its own, with that hash seed, its sandboxes forked
     from a fork server of its own or started (GRADER_SANDBOX_FORK), timings left out."""
-    import json
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-    grader = str(Path(sys.executable).parent / "grader")
-    proc = subprocess.run([grader, "check", str(path), "--json", *args], capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "PYTHONHASHSEED": hash_seed, "GRADER_SANDBOX_FORK": fork})
-    assert proc.returncode in (0, 1), proc.stderr[-2000:]
-    return strip_timings(json.loads(proc.stdout))["checks"]
+    ran = run("check", path, "--json", *args, env={"PYTHONHASHSEED": hash_seed, "GRADER_SANDBOX_FORK": fork},
+              timeout=600)
+    assert ran.code in (0, 1), ran.err[-2000:]
+    return strip_timings(json.loads(ran.out))["checks"]
 
 
 def test_other_interpreters_with_other_hash_seeds_give_the_same_verdicts():

@@ -2,6 +2,7 @@
 what it says, a level switches at its date, releases keep working, and instructors always see everything."""
 import io
 import json
+import re
 from datetime import timedelta
 from pathlib import Path
 
@@ -323,3 +324,53 @@ def test_the_cli_sets_a_level_now_and_later_and_back_to_the_default(local_cli):
     assert code == 1 and "has no time zone" in out, out
     code, out = grader(*later, "2027-01-01T01:00+01:00")
     assert code == 0 and "full from 2027-01-01 00:00 UTC" in out, out
+
+
+@pytest.fixture
+def graded_for_real(sqlite_app, monkeypatch):
+    """The app with a course graded by the real judge on the process backend, as a worker grades."""
+    import os
+    from grader.sandbox.isolation import ALLOW_WEAK_ENV
+    from tests.sandbox.support import layer_missing
+    from .svc_helpers import make_course
+    if os.geteuid() != 0:
+        layer_missing("the process backend's full set of layers (uid pool, cgroup) needs root")
+    monkeypatch.delenv(ALLOW_WEAK_ENV, raising=False)
+    sqlite_app.config["SANDBOX_BACKEND"] = "process"
+    return sqlite_app, make_course(sqlite_app)
+
+
+@pytest.mark.slow
+def test_a_real_grading_tells_no_student_a_hidden_checks_outcome_nor_the_seed(graded_for_real):
+    """The judge's own report, not a hand-built one: rope ignores its positions, so rope fails and kv_cache fails
+    with rope as its root cause. With rope hidden and a seed of the assignment's own, no student answer carries
+    rope's words, the root cause, the diagnosis run's time or the seed; the instructor's answer (the control) does."""
+    from functools import partial
+    from tests.feedback import bugs
+    from worker.grading import run_judge
+    app, course = graded_for_real
+    seed = 987654321
+    with app.app_context(), get_db(app).session() as s:
+        store.update_assignment(s, "cap", seed=seed, checks=["split_heads", "attention_sdpa", "rope", "kv_cache"])
+    set_level(app, "rope", "hidden")
+    upload = bugs.source("rope_ignores_positions_lm").encode()
+    r = app.test_client().post(f"/api/v1/assignments/{course.slug}/submissions", headers=Course.auth(course.alice),
+                               data={"file": (io.BytesIO(upload), "mine.py")}, content_type="multipart/form-data")
+    sid = r.get_json()["id"]
+    assert grading.grade(app, sid, judge=partial(run_judge, prestart=False)).status == "graded"
+    full = app.test_client().get(f"/api/v1/submissions/{sid}/result", headers=Course.auth(course.instructor))
+    report = full.get_json()["report"]
+    checks = {c["id"]: c for c in report["checks"]}
+    assert checks["rope"]["status"] == "fail" and checks["kv_cache"]["status"] == "fail", report["checks"]
+    cause = checks["kv_cache"].get("root_cause") or {}
+    assert cause.get("check") == "rope" and report["seed"] == seed and report["timings"].get("root_cause_s"), report
+    # the plain runs of their words: what JSON and HTML both carry as written (quotes, newlines and symbols escape)
+    told = [piece for text in (checks["rope"]["message"], *map(str, checks["rope"]["details"]), cause["evidence"])
+            for piece in re.findall(r"[A-Za-z0-9 ,.:;()_=-]{20,}", text)] + [str(seed)]
+    assert len(told) > 2 and all(piece.encode() in full.data for piece in told), told  # the search finds them
+    answers = student_answers(app, course, sid)
+    assert not leaks(answers, told), f"a hidden check's outcome or the seed reached the student: {leaks(answers, told)}"
+    mine = json.loads(answers[f"/api/v1/submissions/{sid}/result"])["report"]
+    assert [c["id"] for c in mine["checks"]] == ["split_heads", "attention_sdpa", "kv_cache"], mine["checks"]
+    assert mine["checks"][2]["status"] == "fail" and "root_cause" not in mine["checks"][2], mine["checks"][2]
+    assert "root_cause_s" not in mine["timings"] and "seed" not in mine, mine

@@ -61,9 +61,10 @@ def test_the_fresh_sandbox_checks_steps_while_the_run_still_trains(backend):
     require_backend(backend)
     ctx = Context(DEFAULT_SEED, read_source(reference("lm").encode()))  # the full run: the loss must pass too
     run, verify = training.plan(ctx)
-    first_sent, made = threading.Event(), verify.feed.tensors
+    first_sent, made, sent = threading.Event(), verify.feed.tensors, []
 
     def tensors(step):
+        sent.append((step, run.trainer.step, run.trainer.done))  # the step sent, and where the run was then
         out = made(step)
         first_sent.set()
         return out
@@ -78,6 +79,10 @@ def test_the_fresh_sandbox_checks_steps_while_the_run_still_trains(backend):
 
     outcomes, info = stages_run(reference("lm"), [run, verify], backend)
     assert held == [True], "the fresh sandbox got no checked step while the training ran"
+    # the covert-channel defence: a checked step goes to the fresh sandbox only once the run has taken it
+    # (-1: the final weights, asked for last, once every step is taken)
+    assert [step for step, _, _ in sent] == sorted(run.trainer.check_steps) + [-1], sent
+    assert all(done if step < 0 else awaited > step for step, awaited, done in sent), f"sent too early: {sent}"
     assert {k: o.status for k, o in outcomes.items()} == {training.RUN: "ok", training.VERIFY: "ok"}
     result = decide(training, ctx, [run, verify], outcomes)
     assert result.status == "pass", result.message

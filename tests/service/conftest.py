@@ -1,5 +1,7 @@
 """Fixtures for the grading service: the app on SQLite or on the session's PostgreSQL database (`pg_url`,
 tests/support/fixtures.py)."""
+import os
+
 import pytest
 
 from .svc_helpers import Course, empty_tables, make_app, make_course
@@ -32,3 +34,15 @@ def sqlite_app(tmp_path, monkeypatch):
 @pytest.fixture
 def course(app) -> Course:
     return make_course(app)
+
+
+@pytest.fixture
+def svc(sqlite_app, monkeypatch):
+    """The app with a course, grading on the process backend as a worker does (root: its full set of layers)."""
+    from grader.sandbox.isolation import ALLOW_WEAK_ENV
+    from tests.sandbox.support import layer_missing
+    if os.geteuid() != 0:
+        layer_missing("the process backend's full set of layers (uid pool, cgroup) needs root")
+    monkeypatch.delenv(ALLOW_WEAK_ENV, raising=False)
+    sqlite_app.config["SANDBOX_BACKEND"] = "process"
+    return sqlite_app, make_course(sqlite_app)

@@ -326,29 +326,15 @@ def test_the_cli_sets_a_level_now_and_later_and_back_to_the_default(local_cli):
     assert code == 0 and "full from 2027-01-01 00:00 UTC" in out, out
 
 
-@pytest.fixture
-def graded_for_real(sqlite_app, monkeypatch):
-    """The app with a course graded by the real judge on the process backend, as a worker grades."""
-    import os
-    from grader.sandbox.isolation import ALLOW_WEAK_ENV
-    from tests.sandbox.support import layer_missing
-    from .svc_helpers import make_course
-    if os.geteuid() != 0:
-        layer_missing("the process backend's full set of layers (uid pool, cgroup) needs root")
-    monkeypatch.delenv(ALLOW_WEAK_ENV, raising=False)
-    sqlite_app.config["SANDBOX_BACKEND"] = "process"
-    return sqlite_app, make_course(sqlite_app)
-
-
 @pytest.mark.slow
-def test_a_real_grading_tells_no_student_a_hidden_checks_outcome_nor_the_seed(graded_for_real):
+def test_a_real_grading_tells_no_student_a_hidden_checks_outcome_nor_the_seed(svc):
     """The judge's own report, not a hand-built one: rope ignores its positions, so rope fails and kv_cache fails
     with rope as its root cause. With rope hidden and a seed of the assignment's own, no student answer carries
     rope's words, the root cause, the diagnosis run's time or the seed; the instructor's answer (the control) does."""
     from functools import partial
     from tests.feedback import bugs
     from worker.grading import run_judge
-    app, course = graded_for_real
+    app, course = svc
     seed = 987654321
     with app.app_context(), get_db(app).session() as s:
         store.update_assignment(s, "cap", seed=seed, checks=["split_heads", "attention_sdpa", "rope", "kv_cache"])

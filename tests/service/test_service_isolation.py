@@ -15,25 +15,13 @@ from grader.sandbox.cleanup import sysv_objects
 from grader.sandbox.isolation import ALLOW_WEAK_ENV
 from grader.sandbox.process import FULL, SHARED_TMP
 from grader.sandbox.uids import FIRST_UID, POOL_SIZE
-from tests.sandbox.support import layer_missing
 from worker import grading
 
-from .svc_helpers import make_course
 
 ROOT = Path(__file__).resolve().parents[2]
 REFERENCE = (ROOT / "submissions" / "reference_lm.py").read_bytes()
 ATTACKS = ROOT / "tests" / "attacks"
 MARKS = ("grader-left-", "grader-deep-", "grader-many-", "grader-odd-")
-
-
-@pytest.fixture
-def svc(sqlite_app, monkeypatch):
-    """The app with a course, grading on the process backend as a worker does."""
-    if os.geteuid() != 0:
-        layer_missing("the process backend's full set of layers (uid pool, cgroup) needs root")
-    monkeypatch.delenv(ALLOW_WEAK_ENV, raising=False)
-    sqlite_app.config["SANDBOX_BACKEND"] = "process"
-    return sqlite_app, make_course(sqlite_app)
 
 
 @pytest.fixture

@@ -36,7 +36,8 @@ import types
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-import wire  # noqa: E402  (path set just above; -P leaves the script folder off)
+import runclock  # noqa: E402  (path set just above; -P leaves the script folder off)
+import wire  # noqa: E402
 
 PR_SET_DUMPABLE = 4
 STDOUT_EXCERPT = 2000
@@ -102,13 +103,19 @@ def located(code, path: str):
     return code.replace(co_filename=path, co_consts=consts)
 
 
-def receiver(fd: int, max_blob: int):
-    """A function that returns the judge's next reply on fd as (header, blob); EOFError once the judge is gone."""
+def receiver(fd: int, max_blob: int, send):
+    """A function that returns the judge's next reply on fd as (header, blob); EOFError once the judge is gone.
+    A wait for it is marked with send (waiting, heard): the judge's time, which the stage's budget does not count."""
     reader, pending = wire.FrameReader(max_blob), []
 
     def receive():
         while not pending:
+            waiting = not select.select([fd], [], [], 0)[0]
+            if waiting:
+                send({"type": "waiting"})
             data = os.read(fd, 1 << 20)
+            if waiting:
+                send({"type": "heard"})
             if not data:
                 raise EOFError("the judge closed the channel")
             pending.extend(reader.feed(data))
@@ -153,7 +160,7 @@ def child_main(stage, job_dir, write_fd, inputs_blob, prev_blob, probes, max_blo
         inputs = probes.load_inputs(inputs_blob, prev_blob)
         probe = probes.PROBES[stage["probe"]]
         if stage.get("interactive"):
-            probes.open_channel(send, receiver(0, max_blob))
+            probes.open_channel(send, receiver(0, max_blob, send))
         substitute = stage.get("params", {}).get("substitute")
         if substitute:  # a root-cause diagnosis (grader/rootcause.py): the judge's functions, bound before the import
             import reference_parts
@@ -183,17 +190,32 @@ def child_main(stage, job_dir, write_fd, inputs_blob, prev_blob, probes, max_blo
         os._exit(0)
 
 
+def stage_waits(pid: int, paused=None) -> "runclock.HeldBack":
+    """A stage clock's waited(): the time the stage's child, or this process reading its frames, waited for a CPU,
+    and (paused) the child's waits for the judge's answers, bounded by the CPU this sandbox's processes left unused:
+    none of it is the stage's own time (runclock.py)."""
+    me, uid = os.getpid(), runclock.real_uid(pid)  # the sandbox's uid: every process it started has it
+
+    def waits():
+        child, own = runclock.run_delay(pid), runclock.run_delay(me)
+        if child is None or own is None:
+            return None
+        return child + own + (paused() if paused is not None else 0.0)
+    return runclock.HeldBack(waits, lambda: None if uid is None else runclock.uid_cpu_seconds(uid))
+
+
 def read_stage(read_fd, pid, budget, max_blob, relay=None):
     """Collect the child's frames until it exits or the budget runs out; return what happened.
 
     relay: for an interactive stage, where the child's questions to the judge go (its `ask` frames), as they come.
     """
     reader = wire.FrameReader(max_blob)
-    deadline = time.monotonic() + budget
+    paused = runclock.Pauses()  # an interactive stage's waits for the judge's answers
+    clock = runclock.Deadline(budget, stage_waits(pid, paused))
     state = {"phase": "start", "result": None, "timed_out": False, "broken": None, "exited": False}
     status = None
     while True:
-        remaining = deadline - time.monotonic()
+        remaining = clock.remaining()
         if remaining <= 0:
             state["timed_out"] = True
             break
@@ -212,6 +234,10 @@ def read_stage(read_fd, pid, budget, max_blob, relay=None):
                     state["result"] = (header, blob)
                 elif header.get("type") == "ask" and relay is not None:
                     relay(header, blob)
+                elif header.get("type") == "waiting" and relay is not None:
+                    paused.begin()
+                elif header.get("type") == "heard":
+                    paused.end()
             continue
         if data == b"":
             break
@@ -226,7 +252,7 @@ def read_stage(read_fd, pid, budget, max_blob, relay=None):
         pass
     if not state["exited"]:
         _, status = os.waitpid(pid, 0)
-    state["status"] = status
+    state["status"], state["waited_s"] = status, clock.waited_s()
     if state["result"] is None:  # killed or died: what it started frees its memory before the next stage runs
         await_group_gone(pid)
     return state
@@ -247,7 +273,10 @@ def stage_header(stage, state, elapsed, log_path):
         return header, blob if header["status"] == "ok" else b""
     status = state["status"] or 0
     if state["timed_out"]:
-        header.update(status="timeout", message=f"did not finish within {stage['budget_s']} s (during {state['phase']})")
+        waited = state.get("waited_s") or 0.0
+        more = f"; {waited:.1f} s more spent waiting for a CPU or the judge, not counted" if waited >= 0.1 else ""
+        header.update(status="timeout",
+                      message=f"did not finish within {stage['budget_s']} s (during {state['phase']}{more})")
     elif state["broken"]:
         header.update(status="crash", message=f"the stage's output was malformed or too large: {state['broken']}")
     elif os.WIFSIGNALED(status):
@@ -476,11 +505,12 @@ def run_group(stages, spare, max_blob, channel, outputs, after_fork=None):
     state = {"phase": "start", "result": None, "timed_out": False, "broken": None, "exited": False, "status": None}
     started = time.monotonic()
     cpu_start = child_cpu_seconds(pid) or 0.0
+    clock = runclock.Deadline(float(stages[0]["budget_s"]), stage_waits(pid), start=started)
     wire.write_frame(channel, {"type": "stage_start", "stage": stages[0]["key"]})
     try:
         while index < len(stages):
             budget = float(stages[index]["budget_s"])
-            remaining = started + budget - time.monotonic()
+            remaining = clock.remaining()
             if remaining <= 0:
                 state["timed_out"] = True
                 break
@@ -510,6 +540,7 @@ def run_group(stages, spare, max_blob, channel, outputs, after_fork=None):
                         started = time.monotonic()
                         cpu_start = child_cpu_seconds(pid) or cpu_start
                         if index < len(stages):
+                            clock = runclock.Deadline(float(stages[index]["budget_s"]), stage_waits(pid), start=started)
                             wire.write_frame(channel, {"type": "stage_start", "stage": stages[index]["key"]})
                         try:
                             os.write(ack_w, b"a")
@@ -542,6 +573,7 @@ def run_group(stages, spare, max_blob, channel, outputs, after_fork=None):
             _, state["status"] = os.waitpid(pid, 0)
         if index < len(stages):  # a stage did not finish: its helpers free their memory before the next stage runs
             await_group_gone(pid)
+            state["waited_s"] = clock.waited_s()
         os.close(read_fd)
         os.close(ack_w)
     if index < len(stages):

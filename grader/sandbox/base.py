@@ -158,7 +158,8 @@ HASH_SEED = "0"
 
 HARNESS_DIR = Path(__file__).resolve().parent.parent / "harness"
 # reference_parts: root causes; optimizer: the training step the sandbox takes ahead of the judge
-HARNESS_FILES = ("main.py", "probes.py", "wire.py", "tensorbytes.py", "optimizer.py", "reference_parts.py")
+HARNESS_FILES = ("main.py", "probes.py", "wire.py", "tensorbytes.py", "optimizer.py", "reference_parts.py",
+                 "runclock.py")
 
 
 def new_job_dir() -> Path:

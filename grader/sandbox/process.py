@@ -24,7 +24,7 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from . import bwrap, forkserver, seccomp
-from ..harness import wire
+from ..harness import runclock, wire
 from .base import (HASH_SEED, PYTHON_FLAGS, FrameCollector, Limits, Prepared, Sandbox, SandboxRun, low_priority,
                    new_job_dir, wait_for_hello)
 from .cgroup import CgroupUnavailable, RunCgroup
@@ -422,15 +422,14 @@ class ProcessSandbox(Sandbox):
         except OSError:
             pass  # the harness is gone already: the frames say what happened
         killed = kind = None
+        clock = backstop(run, wall_s, go_at)
         try:
             # After its done frame the harness only reaps its children and exits (20-50 ms of a torch process's
             # teardown): nothing the judge reads. A done frame forged early by the submission ends its own run.
-            if early and collector.wait_done(wall_s):
-                run.lingering = True
-            else:
-                wait_exit(proc, max(0.0, go_at + wall_s - time.monotonic()))
+            run.lingering = _await_end(run, clock, early)
         except subprocess.TimeoutExpired:
-            killed = f"the sandbox ran longer than its {wall_s:g} s budget and was killed"
+            more = f" (not counting {clock.waited_s():g} s of waiting for a CPU or the judge)" if clock.waited_s() else ""
+            killed = f"the sandbox ran longer than its {wall_s:g} s budget and was killed{more}"
             kind = "timeout"
         finally:
             stats, leftovers = ({}, []) if run.lingering else self._teardown(run)
@@ -508,6 +507,34 @@ def _close_quietly(stream) -> None:
         pass
 
 
+def backstop(run: "_Running", wall_s: float, go_at: float) -> runclock.Deadline:
+    """The sandbox's wall clock, a backstop behind each stage's own budget: like those (runclock.py), it does not count
+    the time the judge took to answer, nor, up to its own length again, the time the sandbox waited for a CPU."""
+    group = runclock.GroupWaits(run.cgroup.pids if run.cgroup is not None else list)
+    starved = runclock.HeldBack(group.waits, group.cpu)
+    return runclock.Deadline(wall_s, lambda: min(starved() or 0.0, wall_s) + run.answering(), go_at)
+
+
+def _await_end(run: "_Running", clock, early: bool) -> bool:
+    """Wait for the harness's done frame (early) or its exit until the clock runs out (TimeoutExpired); True when it
+    returned at the done frame."""
+    while True:
+        left = clock.remaining()
+        if left <= 0:
+            raise subprocess.TimeoutExpired(run.proc.args, clock.budget)
+        step = min(left, 1.0)  # a process's wait for a CPU is gone with it: read them about once a second
+        if early and not run.collector.ended.is_set():
+            if run.collector.wait_done(step):
+                return True
+        else:
+            try:
+                wait_exit(run.proc, step)
+                return False
+            except subprocess.TimeoutExpired:
+                pass
+        clock.waited()
+
+
 def wait_exit(proc: subprocess.Popen, timeout_s: float) -> None:
     """proc.wait(timeout_s), woken the moment the process exits (Popen.wait polls, up to 50 ms late)."""
     try:
@@ -528,6 +555,7 @@ class _Running:
 
     def __init__(self, uid, cgroup, record: dict, log_path: Path, memory_mb: int):
         self.uid, self.cgroup, self.record, self.log_path, self.memory_mb = uid, cgroup, record, log_path, memory_mb
+        self.answering = runclock.Pauses()  # the judge's time answering its questions (talk)
         self.spawned_at = time.monotonic()
         self.proc = self.collector = self.on_frame = None
         self.talking = False  # an interactive job: stdin stays open after the go
@@ -589,8 +617,16 @@ class StartedAhead(Prepared):
                 stdin.flush()
             except (OSError, ValueError):
                 pass  # the harness is gone (or being killed): its frames say what happened
+        answering = self.running.answering
+
+        def timed(header: dict, blob: bytes) -> None:
+            answering.begin()  # the judge's own time (a training step's replay, a fed stage held until its step)
+            try:
+                on_ask(header, blob, reply)
+            finally:
+                answering.end()
         self.running.talking = True
-        self.running.collector.on_ask = lambda header, blob: on_ask(header, blob, reply)
+        self.running.collector.on_ask = timed
 
     def _stop(self) -> None:
         """Kill what an unused sandbox still runs, then give its uid back."""

@@ -76,6 +76,13 @@ def fake_report(statuses: dict, track: str = "lm", started: bool = True) -> dict
             "sandbox": {"backend": "process", "killed": None}, "timings": {"total_s": 0.1}}
 
 
+def real_judge():
+    """The worker's own judge and sandbox, each grading in a sandbox started for it rather than ahead."""
+    import functools
+    from worker.grading import run_judge
+    return functools.partial(run_judge, prestart=False)
+
+
 def judge_returning(report: dict):
     """A stand-in for the judge (the real one is exercised by the end-to-end tests)."""
     def judge(data, name, options, on_event):

@@ -14,7 +14,7 @@ from grader.app.models import FeedbackRule, Release, Submission, utcnow
 from tests.web.web_helpers import sign_in_student
 from worker import grading
 
-from .svc_helpers import Course, fake_report, judge_returning
+from .svc_helpers import Course, fake_report, judge_returning, real_judge
 
 ROOT = Path(__file__).resolve().parents[2]
 REFERENCE = (ROOT / "submissions" / "reference_lm.py").read_bytes()
@@ -331,9 +331,7 @@ def test_a_real_grading_tells_no_student_a_hidden_checks_outcome_nor_the_seed(sv
     """The judge's own report, not a hand-built one: rope ignores its positions, so rope fails and kv_cache fails
     with rope as its root cause. With rope hidden and a seed of the assignment's own, no student answer carries
     rope's words, the root cause, the diagnosis run's time or the seed; the instructor's answer (the control) does."""
-    from functools import partial
     from tests.feedback import bugs
-    from worker.grading import run_judge
     app, course = svc
     seed = 987654321
     with app.app_context(), get_db(app).session() as s:
@@ -343,7 +341,7 @@ def test_a_real_grading_tells_no_student_a_hidden_checks_outcome_nor_the_seed(sv
     r = app.test_client().post(f"/api/v1/assignments/{course.slug}/submissions", headers=Course.auth(course.alice),
                                data={"file": (io.BytesIO(upload), "mine.py")}, content_type="multipart/form-data")
     sid = r.get_json()["id"]
-    assert grading.grade(app, sid, judge=partial(run_judge, prestart=False)).status == "graded"
+    assert grading.grade(app, sid, judge=real_judge()).status == "graded"
     full = app.test_client().get(f"/api/v1/submissions/{sid}/result", headers=Course.auth(course.instructor))
     report = full.get_json()["report"]
     checks = {c["id"]: c for c in report["checks"]}

@@ -17,6 +17,8 @@ from grader.sandbox.process import FULL, SHARED_TMP
 from grader.sandbox.uids import FIRST_UID, POOL_SIZE
 from worker import grading
 
+from .svc_helpers import real_judge
+
 
 ROOT = Path(__file__).resolve().parents[2]
 REFERENCE = (ROOT / "submissions" / "reference_lm.py").read_bytes()
@@ -44,11 +46,6 @@ def submit(app, data: bytes) -> int:
     with app.app_context(), get_db(app).session() as s:
         return store.create_submission(s, store.get_assignment(s, "cap"), accounts.get_student(s, "alice"), data,
                                        "sub.py").submission.id
-
-
-def real_judge():
-    from worker.grading import run_judge
-    return functools.partial(run_judge, prestart=False)
 
 
 def result(app, course, sid) -> dict:

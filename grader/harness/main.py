@@ -41,6 +41,9 @@ import wire  # noqa: E402
 
 PR_SET_DUMPABLE = 4
 STDOUT_EXCERPT = 2000
+# A stage's budget leaves out at most this many budgets more of waiting for a CPU or the judge (runclock.py): what a
+# hostile stage could win by hiding its processes' CPU (children reaped by the kernel), the sandbox's backstop aside.
+STRETCH = 4
 TRAINS = ("train",)  # the probes that run backward passes (see probes.warm_up_training)
 LOG_LIMIT = 16 << 20
 CODE_FILE = "submission.code"  # the judge's compilation of submission.py: importlib's magic number, then marshal
@@ -204,6 +207,12 @@ def stage_waits(pid: int, paused=None) -> "runclock.HeldBack":
     return runclock.HeldBack(waits, lambda: None if uid is None else runclock.uid_cpu_seconds(uid))
 
 
+def stage_clock(stage, pid: int, started: float) -> "runclock.Deadline":
+    """A grouped stage's clock: its budget from started, less what held it back (stage_waits)."""
+    budget = float(stage["budget_s"])
+    return runclock.Deadline(budget, stage_waits(pid), STRETCH * budget, started)
+
+
 def read_stage(read_fd, pid, budget, max_blob, relay=None):
     """Collect the child's frames until it exits or the budget runs out; return what happened.
 
@@ -211,7 +220,7 @@ def read_stage(read_fd, pid, budget, max_blob, relay=None):
     """
     reader = wire.FrameReader(max_blob)
     paused = runclock.Pauses()  # an interactive stage's waits for the judge's answers
-    clock = runclock.Deadline(budget, stage_waits(pid, paused))
+    clock = runclock.Deadline(budget, stage_waits(pid, paused), STRETCH * budget)
     state = {"phase": "start", "result": None, "timed_out": False, "broken": None, "exited": False}
     status = None
     while True:
@@ -505,7 +514,7 @@ def run_group(stages, spare, max_blob, channel, outputs, after_fork=None):
     state = {"phase": "start", "result": None, "timed_out": False, "broken": None, "exited": False, "status": None}
     started = time.monotonic()
     cpu_start = child_cpu_seconds(pid) or 0.0
-    clock = runclock.Deadline(float(stages[0]["budget_s"]), stage_waits(pid), start=started)
+    clock = stage_clock(stages[0], pid, started)
     wire.write_frame(channel, {"type": "stage_start", "stage": stages[0]["key"]})
     try:
         while index < len(stages):
@@ -540,12 +549,13 @@ def run_group(stages, spare, max_blob, channel, outputs, after_fork=None):
                         started = time.monotonic()
                         cpu_start = child_cpu_seconds(pid) or cpu_start
                         if index < len(stages):
-                            clock = runclock.Deadline(float(stages[index]["budget_s"]), stage_waits(pid), start=started)
                             wire.write_frame(channel, {"type": "stage_start", "stage": stages[index]["key"]})
                         try:
                             os.write(ack_w, b"a")
                         except OSError:
                             pass  # the child is gone: the loop finds out
+                        if index < len(stages):  # after the go: its /proc reads are not on the stage's path
+                            clock = stage_clock(stages[index], pid, started)
                 continue
             if data == b"":
                 break

@@ -9,7 +9,8 @@ time" verdict: the same submission, a different score. So neither wait counts:
 - for the judge: an interactive stage marks the waits for an answer (Pauses), the harness from the child's frames,
   the process sandbox around its own answering.
 What is not counted is never more than the wall clock less the CPU that the sandbox's processes used meanwhile
-(HeldBack): processes that keep one another waiting (a submission's forks that spin) were held back by nothing. A
+(HeldBack): processes that keep one another waiting (a submission's forks that spin) were held back by nothing;
+each Deadline caps it besides (the harness at 4 budgets, the process sandbox at a quarter of its wall clock). A
 stage's CPU time stays limited on its own (RLIMIT_CPU and the harness's reading of /proc/<pid>/stat), and the process
 sandbox's wall clock, the backstop, believes no mark from inside: it counts only what the judge saw itself.
 
@@ -81,25 +82,24 @@ class HeldBack:
 
 
 class Deadline:
-    """budget seconds from start, moved later by what waited() has grown by since then.
+    """budget seconds from start, moved later by waited(), the seconds held back since then, up to cap seconds.
 
     waited() is read only once the deadline as it stands has passed (a /proc read per extension, not per frame); None
     from it (the process is gone, or /proc is unreadable) extends nothing.
     """
 
-    def __init__(self, budget: float, waited, start: float | None = None):
+    def __init__(self, budget: float, waited, cap: float, start: float | None = None):
         self.start = time.monotonic() if start is None else start
-        self.budget, self.waited = budget, waited
-        self.base = waited() or 0.0
+        self.budget, self.waited, self.cap = budget, waited, cap
         self.extra = 0.0
 
     def remaining(self) -> float:
-        """Seconds left, after counting any wait for a CPU since the start; <= 0 once the budget is spent."""
+        """Seconds left, after leaving out what was held back since the start; <= 0 once the budget is spent."""
         left = self.start + self.budget + self.extra - time.monotonic()
-        if left <= 0:
+        if left <= 0 and self.extra < self.cap:
             now = self.waited()
             if now is not None:
-                self.extra = max(self.extra, now - self.base)
+                self.extra = min(self.cap, max(self.extra, now))
                 left = self.start + self.budget + self.extra - time.monotonic()
         return left
 
@@ -126,7 +126,8 @@ class Pauses:
 
     def __call__(self) -> float:
         """Seconds waited so far, the wait under way included."""
-        return self.total + (time.monotonic() - self.since if self.since is not None else 0.0)
+        since = self.since  # once: another thread may end the wait meanwhile
+        return self.total + (time.monotonic() - since if since is not None else 0.0)
 
 
 class GroupWaits:

@@ -507,12 +507,17 @@ def _close_quietly(stream) -> None:
         pass
 
 
+# The backstop leaves out at most this share of its own length: a grading's longest sandbox (Track B's fresh one, 670 s)
+# must still end before Celery's soft limit (900 s), which would fail the grading instead of giving a verdict.
+BACKSTOP_STRETCH = 0.25
+
+
 def backstop(run: "_Running", wall_s: float, go_at: float) -> runclock.Deadline:
-    """The sandbox's wall clock, a backstop behind each stage's own budget: like those (runclock.py), it does not count
-    the time the judge took to answer, nor, up to its own length again, the time the sandbox waited for a CPU."""
+    """The sandbox's wall clock, a backstop behind each stage's own budget: like those (runclock.py), it leaves out the
+    time the judge took to answer and the time the sandbox's processes waited for a CPU, up to a quarter of itself."""
     group = runclock.GroupWaits(run.cgroup.pids if run.cgroup is not None else list)
     starved = runclock.HeldBack(group.waits, group.cpu)
-    return runclock.Deadline(wall_s, lambda: min(starved() or 0.0, wall_s) + run.answering(), go_at)
+    return runclock.Deadline(wall_s, lambda: (starved() or 0.0) + run.answering(), BACKSTOP_STRETCH * wall_s, go_at)
 
 
 def _await_end(run: "_Running", clock, early: bool) -> bool:
@@ -619,10 +624,14 @@ class StartedAhead(Prepared):
                 pass  # the harness is gone (or being killed): its frames say what happened
         answering = self.running.answering
 
+        def answered(header: dict, blob: bytes = b"") -> None:
+            answering.end()  # writing it is not the judge's time: a harness that stops reading would stretch it
+            reply(header, blob)
+
         def timed(header: dict, blob: bytes) -> None:
             answering.begin()  # the judge's own time (a training step's replay, a fed stage held until its step)
             try:
-                on_ask(header, blob, reply)
+                on_ask(header, blob, answered)
             finally:
                 answering.end()
         self.running.talking = True

@@ -86,10 +86,11 @@ def spin_at_lowest_priority(cpu_s: float):
 
 
 def test_a_stage_held_back_from_the_cpu_is_not_timed_out_for_it():
+    """0.03 s of CPU at about 1.4 % of the core: some 2 s, beyond the 1 s budget and within its 4 budgets more."""
     with busy_cores({0}):
         pid, fd = stage_child(spin_at_lowest_priority(0.03))
-        state, took = read(pid, fd, budget=0.5)
-    assert took > 0.5, f"the control: the busy core held the stage back beyond its budget ({took:.2f} s)"
+        state, took = read(pid, fd, budget=1.0)
+    assert took > 1.0, f"the control: the busy core held the stage back beyond its budget ({took:.2f} s)"
     assert not state["timed_out"] and state["result"] is not None, state
 
 
@@ -156,16 +157,16 @@ CHECKS = ["split_heads", "attention_sdpa", "rope", "causality", "padding", "kv_c
 
 def test_a_workers_grading_on_a_busy_machine_gets_the_same_verdicts(monkeypatch):
     """A worker's sandbox (lowest priority) with every core busy at the normal priority: each check's stage takes
-    longer than its 1 s budget on the wall clock, and every check still passes."""
+    longer than its 1.5 s budget on the wall clock (within its 4 budgets more), and every check still passes."""
     monkeypatch.setattr(base, "_LOW_PRIORITY", [True])
-    options = Options(only=tuple(CHECKS), limits=Limits(stage_s=1.0))
+    options = Options(only=tuple(CHECKS), limits=Limits(stage_s=1.5))
     text = REFERENCES["lm"].read_text()
     with ExitStack() as hogs:  # the cores get busy once the sandbox waits for its job
         report = grade_started_ahead(text, options, before=lambda prepared: hogs.enter_context(busy_cores()))
     checks = by_id(report)
     assert {c: checks[c]["status"] for c in CHECKS} == dict.fromkeys(CHECKS, "pass"), explain(report)
     stages = report["timings"]["stages"]
-    assert max(stages.values()) > 1.0, f"the control: no stage was held back beyond its budget: {stages}"
+    assert max(stages.values()) > 1.5, f"the control: no stage was held back beyond its budget: {stages}"
 
 
 def sandbox_like(code: str, answering=None, nice: int = 19):
